@@ -1,0 +1,39 @@
+# The course's commands. `make lab` opens the course; `make test` runs every test.
+# Both install what is missing first: into the active virtual environment (or conda
+# environment) if there is one, otherwise into .venv here, created on first use.
+
+ifneq ($(VIRTUAL_ENV)$(CONDA_PREFIX),)
+PYTHON := python
+else
+PYTHON := .venv/bin/python
+endif
+
+PYTEST := $(PYTHON) -m pytest -n 2 --dist loadfile --nbval --nbval-current-env
+
+.PHONY: setup lab test exercises notebooks grade
+
+setup:
+	@test -x $(PYTHON) || command -v $(PYTHON) >/dev/null || python3 -m venv .venv
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -r requirements.txt
+	$(PYTHON) -m pip install --quiet --no-deps -e .
+
+lab: setup
+	$(PYTHON) -m jupyterlab notebooks/00_start_here.ipynb
+
+test: setup
+	$(PYTEST) tests notebooks
+
+# Maintainers: regenerate exercises/ after editing a lesson in notebooks/.
+exercises: setup
+	$(PYTHON) -m course_lib.exercises
+
+# Maintainers: rerun every lesson top to bottom in a fresh kernel and save its outputs.
+notebooks: setup
+	$(PYTHON) -m jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.timeout=600 notebooks/*.ipynb
+	$(PYTHON) -m course_lib.exercises
+
+# Learners: grade one notebook, e.g. `make grade NB=exercises/01_attention_by_hand.ipynb`.
+grade: setup
+	$(PYTHON) -m course_lib.grading $(NB)

@@ -1,0 +1,161 @@
+"""Scaled dot-product attention: a NumPy version to read, a torch version to run.
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k) + M) V
+
+M is the additive mask: 0 where a query may look, -inf where it may not.
+
+Shapes: T query positions, S key positions, D head size (d_k), Dv value size.
+"""
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def softmax(x, axis=-1):
+    """Softmax along `axis`, stable for large inputs.
+
+    Subtracting each slice's maximum first leaves the result unchanged
+    (softmax ignores a constant shift) but keeps every exponent <= 0, so
+    nothing overflows. Half-precision input is computed in float32 and
+    returned in its own dtype.
+    """
+    x = np.asarray(x)
+    out_dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.float64
+    work = x.astype(np.promote_types(out_dtype, np.float32))
+    shifted = work - work.max(axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return (e / e.sum(axis=axis, keepdims=True)).astype(out_dtype)
+
+
+def causal_mask(T):
+    """The additive causal mask: 0 where key j <= query i, -inf where j > i.
+
+    Shapes: returns (T, T); row i is query i, column j is key j.
+    """
+    if not isinstance(T, (int, np.integer)) or T < 1:
+        raise ValueError(f"causal_mask needs a positive integer length, got T={T!r}")
+    return np.triu(np.full((T, T), -np.inf), k=1)
+
+
+def _check_qkv(q, k, v):
+    """Raise ValueError unless q (..., T, D), k (..., S, D), v (..., S, Dv) fit together."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if x.ndim < 2:
+            raise ValueError(
+                f"{name} must have shape (..., positions, width), got shape {tuple(x.shape)}; "
+                f"for a single vector use {name}[None, :]")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must have the same width d_k to be dotted: "
+                         f"q has {q.shape[-1]}, k has {k.shape[-1]}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v need one row per key position: "
+                         f"k has {k.shape[-2]} rows, v has {v.shape[-2]}")
+
+
+def _check_mask(mask, T, S):
+    """Raise ValueError unless the additive mask fits (..., T, S) and leaves every query a key."""
+    if tuple(mask.shape[-2:]) != (T, S):
+        raise ValueError(f"mask must end in (T, S) = ({T}, {S}) to match the scores, "
+                         f"got shape {tuple(mask.shape)}")
+    if bool((mask == -np.inf).all(-1).any()):
+        raise ValueError("the mask hides every key from some query (a row of all -inf), "
+                         "so its softmax is 0/0; every query must see at least one key")
+
+
+def attention(q, k, v, mask=None):
+    """Scaled dot-product attention in NumPy.
+
+    Shapes:
+        q: (..., T, D)   k: (..., S, D)   v: (..., S, Dv)
+        mask: additive, broadcastable to (..., T, S)
+        returns output (..., T, Dv) and weights (..., T, S)
+    """
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    _check_qkv(q, k, v)
+    scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # (..., T, S)
+    if mask is not None:
+        mask = np.asarray(mask)
+        _check_mask(mask, q.shape[-2], k.shape[-2])
+        scores = scores + mask
+    weights = softmax(scores, axis=-1)  # (..., T, S), each row sums to 1
+    return weights @ v, weights  # (..., T, Dv)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False):
+    """Scaled dot-product attention in torch, with scores and softmax in float32.
+
+    With `is_causal`, the T queries are taken to be the last T of the S key
+    positions (as when earlier keys come from a cache), so query i sees keys
+    j <= S - T + i. With T == S that is the ordinary causal mask.
+
+    Shapes:
+        q: (..., T, D)   k: (..., S, D)   v: (..., S, Dv)
+        mask: additive float, broadcastable to (..., T, S)
+        returns (..., T, Dv) in q's dtype
+    """
+    _check_qkv(q, k, v)
+    T, S = q.shape[-2], k.shape[-2]
+    if mask is not None and is_causal:
+        raise ValueError("pass either mask or is_causal=True, not both; "
+                         "add the causal mask into your own mask instead")
+    if is_causal:
+        if T > S:
+            raise ValueError(f"is_causal needs at most as many queries as keys, got T={T}, S={S}")
+        allowed = torch.ones(T, S, dtype=torch.bool, device=q.device).tril(diagonal=S - T)
+        mask = torch.zeros(T, S, device=q.device).masked_fill(~allowed, float("-inf"))
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            raise TypeError("mask must be additive floats (0 = may attend, -inf = hidden), "
+                            "got a boolean tensor; convert it with "
+                            "torch.zeros(m.shape).masked_fill(~m, float('-inf'))")
+        _check_mask(mask, T, S)
+    # Half-precision scores overflow (float16 tops out at 65504), so work in float32.
+    scores = q.float() @ k.float().transpose(-1, -2) / math.sqrt(q.shape[-1])  # (..., T, S)
+    if mask is not None:
+        scores = scores + mask.float()
+    weights = torch.softmax(scores, dim=-1)
+    return (weights @ v.float()).to(q.dtype)  # (..., T, Dv)
+
+
+def split_heads(x, n_heads):
+    """Split the model width into heads.
+
+    Shapes: (B, T, C) -> (B, H, T, C // H)
+    """
+    B, T, C = x.shape
+    return x.view(B, T, n_heads, C // n_heads).transpose(1, 2)
+
+
+def merge_heads(x):
+    """Concatenate the heads back into the model width.
+
+    Shapes: (B, H, T, D) -> (B, T, H * D)
+    """
+    B, H, T, D = x.shape
+    return x.transpose(1, 2).reshape(B, T, H * D)
+
+
+class MultiHeadAttention(torch.nn.Module):
+    """Multi-head self-attention with one fused q/k/v projection and an output projection.
+
+    `causal=False` drops the mask; it exists only to show what goes wrong without it.
+
+    Shapes: (B, T, C) -> (B, T, C)
+    """
+
+    def __init__(self, d_model, n_heads, causal=True):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.n_heads = n_heads
+        self.causal = causal
+        self.qkv = torch.nn.Linear(d_model, 3 * d_model, bias=False)
+        self.proj = torch.nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)  # each (B, T, C)
+        q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # each (B, H, T, D)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        return self.proj(merge_heads(a))  # (B, T, C)

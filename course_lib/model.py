@@ -1,0 +1,80 @@
+"""TinyLM: a complete decoder-only transformer language model."""
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from course_lib.blocks import Block
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int = 256     # byte-level (V)
+    max_len: int = 256        # positions the model can see
+    d_model: int = 128        # width of the residual stream (C)
+    n_heads: int = 4          # (H)
+    n_layers: int = 4
+    causal: bool = True       # False only to demonstrate the missing-mask pitfall
+
+    def __post_init__(self):
+        for name in ("vocab_size", "max_len", "d_model", "n_heads", "n_layers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
+                             f"choose n_heads among the divisors of d_model")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+
+class TinyLM(nn.Module):
+    """Token and learned position embeddings, n_layers pre-norm blocks, final norm, tied unembedding.
+
+    Shapes: idx (B, T) int64 -> logits (B, T, V); position t scores the token at t + 1.
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
+        self.pos_emb = nn.Embedding(config.max_len, config.d_model)
+        self.blocks = nn.ModuleList(
+            Block(config.d_model, config.n_heads, causal=config.causal)
+            for _ in range(config.n_layers))
+        self.norm = nn.LayerNorm(config.d_model)
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.head.weight = self.tok_emb.weight  # weight tying: one (V, C) matrix in and out
+
+    def check_input(self, idx):
+        """Raise a ValueError/TypeError that says how to fix idx, unless it is a valid (B, T) batch."""
+        if not isinstance(idx, torch.Tensor):
+            raise TypeError(f"TinyLM expects a torch.Tensor of token ids, got {type(idx).__name__}")
+        if idx.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"token ids must be an int64 (or int32) tensor, got dtype {idx.dtype}; convert with idx.long()")
+        if idx.ndim != 2:
+            hint = "; add a batch dimension with idx[None]" if idx.ndim == 1 else ""
+            raise ValueError(f"token ids must have shape (B, T), got {tuple(idx.shape)}{hint}")
+        T, max_len = idx.shape[1], self.config.max_len
+        if T == 0:
+            raise ValueError("the input has no tokens (T = 0); give the model at least one")
+        if T > max_len:
+            raise ValueError(f"sequence of length {T} is longer than max_len={max_len}, the size "
+                             f"of the position table; keep the last {max_len} tokens "
+                             f"(idx[:, -{max_len}:]) or build a model with a larger max_len")
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= self.config.vocab_size:
+            bad = lo if lo < 0 else hi
+            raise ValueError(f"token id {bad} is outside the vocabulary [0, "
+                             f"{self.config.vocab_size}); check the tokenizer that made these ids")
+
+    def forward(self, idx):
+        self.check_input(idx)
+        T = idx.shape[1]
+        positions = torch.arange(T, device=idx.device)
+        x = self.tok_emb(idx) + self.pos_emb(positions)  # (B, T, C)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))  # (B, T, V)
