@@ -30,6 +30,14 @@ class ModelConfig:
         return self.d_model // self.n_heads
 
 
+def _init_weights(module):
+    """Small initial weights (std 0.02, as in GPT-2), so the untrained model's guesses are near uniform."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, mean=0.0, std=0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+
+
 class TinyLM(nn.Module):
     """Token and learned position embeddings, n_layers pre-norm blocks, final norm, tied unembedding.
 
@@ -47,6 +55,8 @@ class TinyLM(nn.Module):
         self.norm = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.head.weight = self.tok_emb.weight  # weight tying: one (V, C) matrix in and out
+        self.apply(_init_weights)
+
 
     def check_input(self, idx):
         """Raise a ValueError/TypeError that says how to fix idx, unless it is a valid (B, T) batch."""
