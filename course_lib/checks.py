@@ -51,17 +51,15 @@ class _Checker:
         lines.append(f"Hint: {hint}")
         raise AssertionError("\n".join(lines))
 
-    def call(self, *args, case, **kwargs):
+    def call(self, *args, case, crash_hint=None, **kwargs):
         __tracebackhide__ = True
         try:
             return self.fn(*args, **kwargs)
         except NotImplementedError:
             raise
         except Exception as e:  # the learner's bug, reported as feedback rather than a traceback
-            hint = "run your function on this input in a cell of its own to see where it fails"
-            if "broadcast" in str(e):
-                hint = ("a reduction lost its axis: pass keepdims=True to max/sum so the result "
-                        "lines up with the input")
+            hint = crash_hint or ("run your function on this input in a cell of its own and "
+                                  "print the shapes of the arrays inside it")
             self.fail(f"your function raised {type(e).__name__}: {e}", case=case, hint=hint)
 
     def array(self, value, what, case):
@@ -156,10 +154,12 @@ def check_softmax(fn):
     """Check softmax(x, axis=-1): right values, along the given axis, stable for large inputs."""
     __tracebackhide__ = True
     c = _Checker("softmax", fn)
+    keepdims = ("if shapes failed to line up, a reduction lost its axis: pass keepdims=True "
+                "to max and sum so the result broadcasts against x")
 
     def run(x, axis, case):
         __tracebackhide__ = True
-        got = c.array(c.call(x, axis=axis, case=case), "the result", case)
+        got = c.array(c.call(x, axis=axis, case=case, crash_hint=keepdims), "the result", case)
         c.shape(got, x.shape, "the result", case, hint="softmax returns one weight per input")
         return got.astype(np.float64)
 
@@ -227,11 +227,13 @@ def _random_qkv(seed, T, S, D, Dv, lead=()):
             rng.normal(size=(*lead, S, Dv)))
 
 
-def _attention_hint(q, k, weights):
+def _attention_hint(q, k, weights, mask=None):
     """Name the usual mistake that explains these weights, if one does."""
     __tracebackhide__ = True
-    scores = q @ np.swapaxes(k, -1, -2)
     d_k = q.shape[-1]
+    scores = q @ np.swapaxes(k, -1, -2)
+    if mask is not None:  # scaling the mask changes nothing: -inf stays -inf, 0 stays 0
+        scores = scores + mask
     if _matches(weights, ref.softmax(scores)):
         return f"divide the scores by sqrt(d_k) (here sqrt({d_k})) before the softmax"
     if _matches(weights, ref.softmax(scores / d_k)):
@@ -247,9 +249,10 @@ def check_attention(fn):
     __tracebackhide__ = True
     c = _Checker("attention", fn)
 
-    def run(q, k, v, case, mask=None):
+    def run(q, k, v, case, mask=None, crash_hint=None):
         __tracebackhide__ = True
-        result = c.call(q, k, v, case=case) if mask is None else c.call(q, k, v, mask=mask, case=case)
+        kwargs = {} if mask is None else {"mask": mask}
+        result = c.call(q, k, v, case=case, crash_hint=crash_hint, **kwargs)
         out, w = _pair(c, result, case, "output, weights")
         out, w = c.array(out, "output", case), c.array(w, "weights", case)
         want_out, want_w = ref.attention(q, k, v, mask)
@@ -261,7 +264,7 @@ def check_attention(fn):
                 hint="the output is weights @ v: one row per query, as wide as the values")
         c.finite(w, "weights", case, hint="use a stable softmax (subtract the maximum first)")
         if not _matches(w, want_w):
-            hint = _attention_hint(q, k, w) or "weights = softmax(q @ k^T / sqrt(d_k) + mask)"
+            hint = _attention_hint(q, k, w, mask) or "weights = softmax(q @ k^T / sqrt(d_k) + mask)"
             c.fail("the attention weights are not right", case=case, expected=want_w, got=w, hint=hint)
         c.close(out, want_out, "output", case, hint="output = weights @ v (values, not keys)")
 
@@ -284,7 +287,9 @@ def check_attention(fn):
     run(q, k, v, masked, mask=mask)
 
     q, k, v = _random_qkv(2, T=3, S=5, D=4, Dv=2, lead=(2,))
-    run(q, k, v, "a batch: q (2, 3, 4), k (2, 5, 4), v (2, 5, 2)")
+    run(q, k, v, "a batch: q (2, 3, 4), k (2, 5, 4), v (2, 5, 2)",
+        crash_hint="work on the last two axes only: np.swapaxes(k, -1, -2) rather than k.T, "
+                   "which also reverses the batch axes")
 
     q, k, v = _random_qkv(3, T=2, S=3, D=2, Dv=2)
     run(q * 100, k * 100, v, "large scores: q and k scaled by 100")
@@ -383,7 +388,9 @@ def check_masked_attention(fn):
     c = _Checker("masked_attention", fn)
     q, k, v = _random_qkv(0, T=4, S=4, D=3, Dv=2)
     case = "random q (4, 3), k (4, 3), v (4, 2)"
-    out, w = _pair(c, c.call(q, k, v, case=case), case, "output, weights")
+    shapes = ("the mask must be (T, T) with T = q.shape[-2], the number of positions; print the "
+              "shapes of your scores and mask")
+    out, w = _pair(c, c.call(q, k, v, case=case, crash_hint=shapes), case, "output, weights")
     out, w = c.array(out, "output", case), c.array(w, "weights", case)
     want_out, want_w = ref.attention(q, k, v, ref.causal_mask(4))
     c.shape(w, (4, 4), "weights", case, hint="one row per query, one column per key: q @ k^T")
@@ -403,7 +410,7 @@ def check_masked_attention(fn):
                     "after it, so the visible weights are renormalised")
     c.close(out[0], v[0], "the first position's output", case,
             hint="position 0 sees only itself, so its output must be exactly v[0]")
-    c.close(w, want_w, "weights", case, hint=_attention_hint(q, k, w) or
+    c.close(w, want_w, "weights", case, hint=_attention_hint(q, k, w, ref.causal_mask(4)) or
             "weights = softmax(q @ k^T / sqrt(d_k) + causal mask)")
     c.close(out, want_out, "output", case, hint="output = weights @ v")
 
@@ -417,9 +424,9 @@ def check_masked_attention(fn):
 
     q, k, v = _random_qkv(1, T=3, S=3, D=4, Dv=5, lead=(2,))
     case = "a batch: q (2, 3, 4), k (2, 3, 4), v (2, 3, 5)"
-    out, w = _pair(c, c.call(q, k, v, case=case), case, "output, weights")
+    batch_hint = ("work on the last two axes only: np.swapaxes(k, -1, -2) rather than k.T, "
+                  "and take T from q.shape[-2], so the (T, T) mask broadcasts over the batch")
+    out, w = _pair(c, c.call(q, k, v, case=case, crash_hint=batch_hint), case, "output, weights")
     want_out, want_w = ref.attention(q, k, v, ref.causal_mask(3))
-    c.close(c.array(out, "output", case), want_out, "output", case,
-            hint="work on the last two axes only: np.swapaxes(k, -1, -2), and a (T, T) mask "
-                 "that broadcasts over the batch")
+    c.close(c.array(out, "output", case), want_out, "output", case, hint=batch_hint)
     c.done()

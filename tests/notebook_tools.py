@@ -1,0 +1,72 @@
+"""Helpers for tests that open, fill in and run the course's notebooks."""
+import copy
+import math
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import torch
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from course_lib import attention
+from course_lib.exercises import exercises, replace_solution, stub
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def read(path):
+    return nbformat.read(path, as_version=4)
+
+
+def exercise_cells(name):
+    """(lesson path, exercise cell source) of the exercise called `name`."""
+    for path in LESSONS:
+        nb = read(path)
+        for found, i, _ in exercises(nb):
+            if found == name:
+                return path, nb.cells[i].source
+    raise KeyError(f"no lesson has an exercise named {name!r}")
+
+
+def function_from(name, body):
+    """The exercise's function, defined from its lesson's cell with `body` as the solution."""
+    _, source = exercise_cells(name)
+    namespace = {"np": np, "math": math, "torch": torch, "ref": attention,
+                 "causal_mask": attention.causal_mask}
+    exec(replace_solution(source, body), namespace)
+    return namespace[name]
+
+
+def replace_stub(source, name, body):
+    """An exercise cell's source with its stub line replaced by `body`, indented to match."""
+    lines = source.splitlines()
+    at = [i for i, line in enumerate(lines) if line.strip() == stub(name)]
+    assert len(at) == 1, f"exercise {name!r} should hold its stub exactly once:\n{source}"
+    indent = lines[at[0]][: len(lines[at[0]]) - len(lines[at[0]].lstrip())]
+    return "\n".join(lines[: at[0]] + [indent + line for line in body.splitlines()] + lines[at[0] + 1:])
+
+
+def fill(nb, bodies):
+    """A copy of an exercise notebook with the stubs named in `bodies` replaced by those bodies."""
+    nb = copy.deepcopy(nb)
+    for name, i, _ in exercises(nb):
+        if name in bodies:
+            nb.cells[i].source = replace_stub(nb.cells[i].source, name, bodies[name])
+    return nb
+
+
+def first_error(nb, cwd=ROOT / "notebooks", timeout=300):
+    """Run a notebook top to bottom in a fresh kernel; (cell index, ename, evalue) of the first error, or None."""
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(cwd)}})
+    try:
+        client.execute()
+    except CellExecutionError:
+        for i, cell in enumerate(nb.cells):
+            for out in cell.get("outputs", []):
+                if out.output_type == "error":
+                    return i, out.ename, out.evalue
+        raise
+    return None
