@@ -8,7 +8,10 @@ else
 PYTHON := .venv/bin/python
 endif
 
-PYTEST := $(PYTHON) -m pytest -n 2 --dist loadfile --nbval --nbval-current-env
+# One process per core, each notebook's cells kept on one process (loadfile), and one
+# torch thread per process: processes whose threads outnumber the cores slow each other
+# down many times over.
+PYTEST := OMP_NUM_THREADS=1 $(PYTHON) -m pytest -n auto --dist loadfile --nbval --nbval-current-env
 
 .PHONY: setup lab test exercises notebooks grade
 

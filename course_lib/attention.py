@@ -56,8 +56,9 @@ def _check_qkv(q, k, v):
 
 def _check_mask(mask, T, S):
     """Raise ValueError unless the additive mask fits (..., T, S) and leaves every query a key."""
-    if tuple(mask.shape[-2:]) != (T, S):
-        raise ValueError(f"mask must end in (T, S) = ({T}, {S}) to match the scores, "
+    rows, cols = ((1, 1) + tuple(mask.shape))[-2:]  # a 1-D mask broadcasts as one row
+    if rows not in (1, T) or cols not in (1, S):
+        raise ValueError(f"mask must broadcast to the scores' (T, S) = ({T}, {S}), "
                          f"got shape {tuple(mask.shape)}")
     if bool((mask == -np.inf).all(-1).any()):
         raise ValueError("the mask hides every key from some query (a row of all -inf), "

@@ -15,7 +15,15 @@ def generate(model, idx, n_new, temperature=1.0, top_k=None, generator=None):
         raise ValueError(f"temperature must be >= 0, got {temperature}")
     if top_k is not None and top_k < 1:
         raise ValueError(f"top_k must be a positive integer or None, got {top_k}")
+    was_training = model.training
     model.eval()
+    try:
+        return _sample(model, idx, n_new, temperature, top_k, generator)
+    finally:
+        model.train(was_training)
+
+
+def _sample(model, idx, n_new, temperature, top_k, generator):
     max_len = model.config.max_len
     for _ in range(n_new):
         logits = model(idx[:, -max_len:])[:, -1, :].float()  # (B, V): the last position's scores
