@@ -21,8 +21,12 @@ setup:
 	$(PYTHON) -m pip install --quiet -r requirements.txt
 	$(PYTHON) -m pip install --quiet --no-deps -e .
 
+# Jupyter refuses to run as root unless told; containers often are root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: setup
-	$(PYTHON) -m jupyterlab notebooks/00_start_here.ipynb
+	$(PYTHON) -m jupyterlab $(ALLOW_ROOT) --ServerApp.root_dir=. \
+		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
 test: setup
 	$(PYTEST) tests notebooks

@@ -10,6 +10,7 @@ The next cell is tagged `check` and calls `check_<name>(<name>)`.
 import argparse
 import ast
 import copy
+import re
 import sys
 from pathlib import Path
 
@@ -67,14 +68,32 @@ def exercises(nb):
 
 
 def blank(nb):
-    """A copy of a lesson with every solution stubbed and the exercise and check outputs removed."""
+    """A copy of a lesson with every solution stubbed.
+
+    Outputs are removed from the exercise and check cells and from every cell that
+    uses an exercise's function, since they would show the answer.
+    """
     nb = copy.deepcopy(nb)
-    for name, i, j in exercises(nb):
+    found = exercises(nb)
+    names = {name for name, _, _ in found}
+    for name, i, _ in found:
         nb.cells[i].source = replace_solution(nb.cells[i].source, stub(name))
-        for cell in (nb.cells[i], nb.cells[j]):
+    for cell in nb.cells:
+        if cell.cell_type == "code" and _uses(cell.source, names):
             cell.outputs = []
             cell.execution_count = None
     return nb
+
+
+def _uses(source, names):
+    """Whether code refers to (or defines) a function of one of these names."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # IPython magics: judge by the text
+        return any(re.search(rf"(?<![\w.]){name}\b", source) for name in names)
+    return any((isinstance(node, ast.Name) and node.id in names) or
+               (isinstance(node, ast.FunctionDef) and node.name in names)
+               for node in ast.walk(tree))
 
 
 def expected_files(src=ROOT / "notebooks"):

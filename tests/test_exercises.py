@@ -1,0 +1,78 @@
+"""The exercise generator on small notebooks made here."""
+import nbformat
+import pytest
+
+from course_lib.exercises import blank, build, exercises, replace_solution, stale, stub
+
+SOLVED = '''def double(x):
+    """Twice x."""
+    ### BEGIN SOLUTION
+    y = x + x
+    return y
+    ### END SOLUTION'''
+
+
+def lesson(check="check_double(double)"):
+    nb = nbformat.v4.new_notebook()
+    output = nbformat.v4.new_output("stream", name="stdout", text="shown\n")
+    cells = [
+        nbformat.v4.new_code_cell("import math", execution_count=1, outputs=[output]),
+        nbformat.v4.new_code_cell(SOLVED, execution_count=2, metadata={"tags": ["exercise"]}),
+        nbformat.v4.new_code_cell(check, execution_count=3, metadata={"tags": ["check"]},
+                                  outputs=[output]),
+        nbformat.v4.new_code_cell("print(double(2), 'double(2)')", execution_count=4, outputs=[output]),
+        nbformat.v4.new_code_cell("print(math.pi)", execution_count=5, outputs=[output]),
+    ]
+    nb.cells = cells
+    return nb
+
+
+def test_blank_replaces_the_solution_with_a_stub_that_names_the_exercise():
+    nb = blank(lesson())
+    assert nb.cells[1].source == 'def double(x):\n    """Twice x."""\n    ' + stub("double")
+    assert "Exercise 'double'" in stub("double") and "NotImplementedError" in stub("double")
+
+
+def test_blank_clears_the_outputs_that_would_show_the_answer():
+    nb = blank(lesson())
+    kept = [bool(cell.outputs) for cell in nb.cells]
+    assert kept == [True, False, False, False, True]
+    assert [cell.execution_count for cell in nb.cells] == [1, None, None, None, 5]
+
+
+def test_blank_leaves_the_lesson_untouched():
+    nb = lesson()
+    blank(nb)
+    assert "### BEGIN SOLUTION" in nb.cells[1].source and nb.cells[3].outputs
+
+
+def test_replace_solution_keeps_indentation():
+    assert replace_solution(SOLVED, "a = 1\nreturn a").splitlines()[2:] == ["    a = 1", "    return a"]
+
+
+def test_replace_solution_needs_one_region():
+    with pytest.raises(ValueError, match="exactly one '### BEGIN SOLUTION'"):
+        replace_solution("def f():\n    return 1", "pass")
+
+
+def test_an_exercise_needs_its_check_cell():
+    with pytest.raises(ValueError, match="must be exactly `check_double\\(double\\)`"):
+        exercises(lesson(check="check_double(lambda x: 2 * x)"))
+    nb = lesson()
+    nb.cells[2].metadata["tags"] = []
+    with pytest.raises(ValueError, match="must be followed by a cell tagged 'check'"):
+        exercises(nb)
+
+
+def test_build_and_stale(tmp_path):
+    src, dst = tmp_path / "notebooks", tmp_path / "exercises"
+    src.mkdir()
+    nbformat.write(lesson(), src / "00_x.ipynb")
+    assert stale(src, dst) == ["00_x.ipynb"]
+    assert build(src, dst) == ["00_x.ipynb"]
+    assert stale(src, dst) == []
+    (dst / "00_x.ipynb").write_text((dst / "00_x.ipynb").read_text().replace("Exercise", "Exercize"))
+    (dst / "99_extra.ipynb").write_text("{}")
+    assert stale(src, dst) == ["00_x.ipynb", "99_extra.ipynb"]
+    build(src, dst)
+    assert sorted(p.name for p in dst.iterdir()) == ["00_x.ipynb"]
