@@ -11,25 +11,7 @@ from course_lib.data import encode
 from course_lib.model import ModelConfig, TinyLM
 from course_lib.training import fit
 
-TINY = dict(vocab_size=256, max_len=16, d_model=32, n_heads=4, n_layers=2)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models run fastest on one thread, and do not stall when other jobs share the CPUs."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-def _model(seed=0, **overrides):
-    torch.manual_seed(seed)
-    return TinyLM(ModelConfig(**{**TINY, **overrides}))
-
-
-def _ids(B, T, seed=1, V=256):
-    return torch.randint(0, V, (B, T), generator=torch.Generator().manual_seed(seed))
+from conftest import TINY, random_ids, tiny_model
 
 
 # --- ModelConfig ------------------------------------------------------------
@@ -62,13 +44,13 @@ def test_config_is_frozen():
 
 
 def test_logits_shape():
-    model = _model()
-    logits = model(_ids(3, 5))
+    model = tiny_model()
+    logits = model(random_ids(3, 5))
     assert logits.shape == (3, 5, 256)
 
 
 def test_weight_tying():
-    model = _model()
+    model = tiny_model()
     assert model.head.weight is model.tok_emb.weight
 
 
@@ -91,8 +73,8 @@ def test_parameter_count(cfg):
 
 
 def test_untrained_loss_near_uniform():
-    model = _model()
-    ids = _ids(8, 16, seed=2)
+    model = tiny_model()
+    ids = random_ids(8, 16, seed=2)
     with torch.no_grad():
         logits = model(ids[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, 256), ids[:, 1:].reshape(-1))
@@ -104,10 +86,10 @@ def test_untrained_loss_near_uniform():
 
 @pytest.mark.parametrize("k", [1, 4, 11])
 def test_causal_future_tokens_do_not_change_past_logits(k):
-    model = _model()
-    ids = _ids(2, 12)
+    model = tiny_model()
+    ids = random_ids(2, 12)
     ids2 = ids.clone()
-    ids2[:, k:] = (ids2[:, k:] + 1 + _ids(2, 12 - k, seed=3, V=254)) % 256  # every later token changes
+    ids2[:, k:] = (ids2[:, k:] + 1 + random_ids(2, 12 - k, seed=3, V=254)) % 256  # every later token changes
     assert (ids2[:, k:] != ids[:, k:]).all()
     with torch.no_grad():
         a, b = model(ids), model(ids2)
@@ -116,8 +98,8 @@ def test_causal_future_tokens_do_not_change_past_logits(k):
 
 
 def test_non_causal_future_tokens_change_past_logits():
-    model = _model(causal=False)
-    ids = _ids(2, 12)
+    model = tiny_model(causal=False)
+    ids = random_ids(2, 12)
     ids2 = ids.clone()
     ids2[:, 8:] = (ids2[:, 8:] + 7) % 256
     with torch.no_grad():
@@ -154,20 +136,20 @@ def test_block_layernorm_normalises():
 
 
 def test_accepts_exactly_max_len():
-    model = _model()
-    assert model(_ids(1, 16)).shape == (1, 16, 256)
+    model = tiny_model()
+    assert model(random_ids(1, 16)).shape == (1, 16, 256)
 
 
 def test_error_too_long():
-    model = _model()
+    model = tiny_model()
     with pytest.raises(ValueError, match=r"length 17 is longer than max_len=16.*idx\[:, -16:\]"):
-        model(_ids(1, 17))
+        model(random_ids(1, 17))
 
 
 @pytest.mark.parametrize("bad", [256, -1])
 def test_error_id_out_of_vocab(bad):
-    model = _model()
-    ids = _ids(2, 5)
+    model = tiny_model()
+    ids = random_ids(2, 5)
     ids[1, 3] = bad
     with pytest.raises(ValueError, match=f"token id {bad} is outside the vocabulary"):
         model(ids)
@@ -175,29 +157,29 @@ def test_error_id_out_of_vocab(bad):
 
 def test_error_float_tensor():
     with pytest.raises(TypeError, match=r"idx.long\(\)"):
-        _model()(torch.zeros(1, 4))
+        tiny_model()(torch.zeros(1, 4))
 
 
 def test_error_1d_input():
     with pytest.raises(ValueError, match=r"idx\[None\]"):
-        _model()(torch.zeros(4, dtype=torch.long))
+        tiny_model()(torch.zeros(4, dtype=torch.long))
 
 
 def test_error_empty_sequence():
     with pytest.raises(ValueError, match="T = 0"):
-        _model()(torch.zeros(1, 0, dtype=torch.long))
+        tiny_model()(torch.zeros(1, 0, dtype=torch.long))
 
 
 def test_error_python_list():
     with pytest.raises(TypeError, match="torch.Tensor"):
-        _model()([[1, 2, 3]])
+        tiny_model()([[1, 2, 3]])
 
 
 # --- overfitting sanity ---------------------------------------------------------
 
 
 def test_overfits_repetitive_corpus():
-    model = _model(seed=6)
+    model = tiny_model(seed=6)
     ids = encode("abc" * 200)
     losses = fit(model, ids, steps=150, batch_size=8, block_size=16, lr=3e-3, seed=0, progress=False)
     assert len(losses) == 150

@@ -8,28 +8,9 @@ import torch.nn.functional as F
 from course_lib.data import encode, get_batch, split_inputs_targets
 from course_lib.device import pick_device
 from course_lib.generation import generate
-from course_lib.model import ModelConfig, TinyLM
 from course_lib.training import evaluate, fit, next_token_loss, train_step
 
-TINY = dict(vocab_size=256, max_len=16, d_model=32, n_heads=4, n_layers=2)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models run fastest on one thread, and do not stall when other jobs share the CPUs."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-def _model(seed=0, **overrides):
-    torch.manual_seed(seed)
-    return TinyLM(ModelConfig(**{**TINY, **overrides}))
-
-
-def _ids(B, T, seed=1, V=256):
-    return torch.randint(0, V, (B, T), generator=torch.Generator().manual_seed(seed))
+from conftest import random_ids, tiny_model
 
 
 # --- next_token_loss / train_step ----------------------------------------------
@@ -51,10 +32,10 @@ def test_next_token_loss_matches_cross_entropy():
 
 
 def test_train_step_returns_float_and_changes_parameters():
-    model = _model()
+    model = tiny_model()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     before = [p.detach().clone() for p in model.parameters()]
-    loss = train_step(model, opt, _ids(4, 9))
+    loss = train_step(model, opt, random_ids(4, 9))
     assert type(loss) is float
     assert math.isfinite(loss)
     changed = [not torch.equal(b, p) for b, p in zip(before, model.parameters())]
@@ -62,7 +43,7 @@ def test_train_step_returns_float_and_changes_parameters():
 
 
 def test_train_step_learns_the_next_token_not_the_same_one():
-    model = _model(seed=1)
+    model = tiny_model(seed=1)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     batch = encode("abcd" * 4)[None, :13]  # (1, 13): a b c d a b c d ...
     for _ in range(60):
@@ -78,7 +59,7 @@ def test_train_step_learns_the_next_token_not_the_same_one():
 
 
 def test_fit_returns_one_loss_per_step():
-    model = _model()
+    model = tiny_model()
     ids = encode("the quick brown fox jumps over the lazy dog. " * 4)
     losses = fit(model, ids, steps=7, batch_size=4, block_size=8, lr=1e-3, progress=False)
     assert len(losses) == 7
@@ -86,7 +67,7 @@ def test_fit_returns_one_loss_per_step():
 
 
 def test_fit_raises_on_nan_loss_at_step_zero():
-    model = _model()
+    model = tiny_model()
     with torch.no_grad():
         for p in model.parameters():
             p.fill_(float("nan"))
@@ -95,13 +76,13 @@ def test_fit_raises_on_nan_loss_at_step_zero():
 
 
 def test_fit_raises_on_diverging_learning_rate():
-    model = _model()
+    model = tiny_model()
     with pytest.raises(FloatingPointError, match=r"at step [1-9]\d*;.*lower the learning rate"):
         fit(model, encode("abcdefgh" * 4), steps=20, batch_size=2, block_size=4, lr=1e30, progress=False)
 
 
 def test_evaluate_deterministic_matches_manual_and_restores_train_mode():
-    model = _model()
+    model = tiny_model()
     ids = encode("to be or not to be, that is the question. " * 3)
     assert model.training
     a = evaluate(model, ids, batch_size=3, block_size=8, n_batches=2, seed=5)
@@ -122,8 +103,8 @@ def test_evaluate_deterministic_matches_manual_and_restores_train_mode():
 
 
 def test_generate_shape_and_prompt_preserved():
-    model = _model()
-    prompt = _ids(2, 4)
+    model = tiny_model()
+    prompt = random_ids(2, 4)
     out = generate(model, prompt, 6, generator=torch.Generator().manual_seed(0))
     assert out.shape == (2, 10)
     assert out.dtype == prompt.dtype
@@ -132,8 +113,8 @@ def test_generate_shape_and_prompt_preserved():
 
 
 def test_generate_greedy_is_argmax_step_by_step():
-    model = _model()
-    prompt = _ids(2, 3)
+    model = tiny_model()
+    prompt = random_ids(2, 3)
     out = generate(model, prompt, 4, temperature=0)
     assert torch.equal(generate(model, prompt, 4, temperature=0), out)
     idx = prompt
@@ -145,8 +126,8 @@ def test_generate_greedy_is_argmax_step_by_step():
 
 
 def test_generate_seeded_sampling():
-    model = _model()
-    prompt = _ids(2, 3)
+    model = tiny_model()
+    prompt = random_ids(2, 3)
     a = generate(model, prompt, 12, generator=torch.Generator().manual_seed(1))
     b = generate(model, prompt, 12, generator=torch.Generator().manual_seed(1))
     c = generate(model, prompt, 12, generator=torch.Generator().manual_seed(2))
@@ -155,16 +136,16 @@ def test_generate_seeded_sampling():
 
 
 def test_generate_top_k_one_is_greedy():
-    model = _model()
-    prompt = _ids(3, 2)
+    model = tiny_model()
+    prompt = random_ids(3, 2)
     greedy = generate(model, prompt, 6, temperature=0)
     top1 = generate(model, prompt, 6, temperature=1.5, top_k=1, generator=torch.Generator().manual_seed(3))
     assert torch.equal(top1, greedy)
 
 
 def test_generate_crops_to_last_max_len_tokens():
-    model = _model()  # max_len 16
-    prompt = _ids(2, 20)
+    model = tiny_model()  # max_len 16
+    prompt = random_ids(2, 20)
     out = generate(model, prompt, 5, temperature=0)
     assert out.shape == (2, 25)
     assert torch.equal(out[:, :20], prompt)
@@ -173,19 +154,19 @@ def test_generate_crops_to_last_max_len_tokens():
 
 
 def test_generate_past_max_len():
-    model = _model()
-    out = generate(model, _ids(1, 10), 12, generator=torch.Generator().manual_seed(4))
+    model = tiny_model()
+    out = generate(model, random_ids(1, 10), 12, generator=torch.Generator().manual_seed(4))
     assert out.shape == (1, 22)
 
 
 def test_generate_rejects_negative_temperature():
     with pytest.raises(ValueError, match="temperature must be >= 0"):
-        generate(_model(), _ids(1, 2), 3, temperature=-0.5)
+        generate(tiny_model(), random_ids(1, 2), 3, temperature=-0.5)
 
 
 def test_generate_rejects_top_k_zero():
     with pytest.raises(ValueError, match="top_k must be a positive integer"):
-        generate(_model(), _ids(1, 2), 3, top_k=0)
+        generate(tiny_model(), random_ids(1, 2), 3, top_k=0)
 
 
 # --- pick_device ---------------------------------------------------------------------

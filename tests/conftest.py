@@ -1,0 +1,27 @@
+"""Shared test set-up: tiny models on one thread."""
+import pytest
+import torch
+
+from course_lib.model import ModelConfig, TinyLM
+
+TINY = dict(vocab_size=256, max_len=16, d_model=32, n_heads=4, n_layers=2)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_thread():
+    """Tiny models run fastest on one thread, and do not stall when other jobs share the CPUs."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def tiny_model(seed=0, **overrides):
+    """A seeded TinyLM of the TINY shape, with any field overridden."""
+    torch.manual_seed(seed)
+    return TinyLM(ModelConfig(**{**TINY, **overrides}))
+
+
+def random_ids(B, T, seed=1, V=256):
+    """A seeded (B, T) batch of ids below V."""
+    return torch.randint(0, V, (B, T), generator=torch.Generator().manual_seed(seed))
