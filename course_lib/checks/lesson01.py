@@ -1,0 +1,193 @@
+"""Checkers for lesson 01, attention by hand."""
+import math
+
+import numpy as np
+
+from course_lib import attention as ref
+from course_lib.checks.core import Checker, matches, pair, random_qkv
+
+
+def check_softmax(fn):
+    """Check softmax(x, axis=-1): right values, along the given axis, stable for large inputs."""
+    __tracebackhide__ = True
+    c = Checker("softmax", fn)
+    keepdims = ("if shapes failed to line up, a reduction lost its axis: pass keepdims=True "
+                "to max and sum so the result broadcasts against x")
+
+    def run(x, axis, case):
+        __tracebackhide__ = True
+        got = c.array(c.call(x, axis=axis, case=case, crash_hint=keepdims), "the result", case)
+        c.shape(got, x.shape, "the result", case, hint="softmax returns one weight per input")
+        return got.astype(np.float64)
+
+    x = np.array([1.0, 2.0, 3.0])
+    case = "softmax(np.array([1.0, 2.0, 3.0]))"
+    c.close(run(x, -1, case), ref.softmax(x), "the result", case,
+            hint="softmax(x)_i = exp(x_i) / sum_j exp(x_j)")
+
+    x = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 5.0]])
+    case = "softmax(np.array([[1., 2., 3.], [1., 1., 5.]]), axis=-1)"
+    got = run(x, -1, case)
+    if not np.allclose(got.sum(axis=-1), 1.0):
+        if np.isclose(got.sum(), 1.0):
+            hint = ("you divided by the sum over the whole array; sum along `axis` only, "
+                    "with keepdims=True, so each slice sums to 1")
+        elif np.allclose(got.sum(axis=0), 1.0):
+            hint = "you normalised over axis 0; use the `axis` argument (here the last axis)"
+        else:
+            hint = "divide each exponential by the sum of its own slice's exponentials"
+        c.fail("the rows do not each sum to 1", case=case, expected=np.ones(2),
+               got=got.sum(axis=-1), hint=hint)
+    c.close(got, ref.softmax(x), "the result", case, hint="normalise along the last axis")
+
+    case = "softmax(np.array([[1., 2., 3.], [1., 1., 5.]]), axis=0)"
+    c.close(run(x, 0, case), ref.softmax(x, axis=0), "the result", case,
+            hint="use the `axis` argument instead of a fixed axis")
+
+    x = np.arange(24.0).reshape(2, 3, 4) / 5
+    case = "softmax(np.arange(24.).reshape(2, 3, 4) / 5, axis=1)"
+    c.close(run(x, 1, case), ref.softmax(x, axis=1), "the result", case,
+            hint="reduce along `axis` with keepdims=True so it works for any number of dims")
+
+    stability = "subtract the maximum before exponentiating: exp(1000) overflows to inf and inf/inf is NaN"
+    for x, case in ((np.array([1000.0, 1001.0, 1002.0]), "softmax(np.array([1000., 1001., 1002.]))"),
+                    (np.array([-1000.0, -1001.0]), "softmax(np.array([-1000., -1001.]))")):
+        got = run(x, -1, case)
+        c.finite(got, "the result", case, hint=stability)
+        c.close(got, ref.softmax(x), "the result", case, hint=stability)
+
+    x = np.array([[1000.0, 1001.0, 1002.0], [0.0, 1.0, 2.0]])
+    case = "softmax(np.array([[1000., 1001., 1002.], [0., 1., 2.]]), axis=-1)"
+    got = run(x, -1, case)
+    c.finite(got, "the result", case,
+             hint="subtract each slice's own maximum (x.max(axis=axis, keepdims=True)), not "
+                  "the maximum of the whole array: the second row's exponentials all underflow to 0")
+    c.close(got, ref.softmax(x), "the result", case, hint=stability)
+
+    x = np.array([10.0, 12.0], dtype=np.float16)
+    case = "softmax(np.array([10., 12.], dtype=np.float16))"
+    got = run(x, -1, case)
+    c.finite(got, "the result", case,
+             hint="in float16 exp(12) = 162755 overflows (the largest float16 is 65504); "
+                  "subtracting the maximum keeps every exponential <= 1")
+    c.close(got, ref.softmax(x.astype(np.float64)), "the result", case, hint=stability, atol=1e-3)
+    c.done()
+
+
+_KEYS = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+_VALUES = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 1.0]])
+
+
+def attention_hint(q, k, weights, mask=None):
+    """Name the usual mistake that explains these weights, if one does."""
+    __tracebackhide__ = True
+    d_k = q.shape[-1]
+    scores = q @ np.swapaxes(k, -1, -2)
+    if mask is not None:  # scaling the mask changes nothing: -inf stays -inf, 0 stays 0
+        scores = scores + mask
+    if matches(weights, ref.softmax(scores)):
+        return f"divide the scores by sqrt(d_k) (here sqrt({d_k})) before the softmax"
+    if matches(weights, ref.softmax(scores / d_k)):
+        return f"divide by the square root of d_k, sqrt({d_k}), not by d_k itself"
+    if matches(weights, ref.softmax(scores / math.sqrt(d_k), axis=-2)):
+        return ("take the softmax over the keys, the last axis (axis=-1): each query's "
+                "weights must sum to 1")
+    return None
+
+
+def check_attention(fn):
+    """Check attention(q, k, v, mask=None) -> (output, weights) against the reference."""
+    __tracebackhide__ = True
+    c = Checker("attention", fn)
+
+    def run(q, k, v, case, mask=None, crash_hint=None):
+        __tracebackhide__ = True
+        kwargs = {} if mask is None else {"mask": mask}
+        result = c.call(q, k, v, case=case, crash_hint=crash_hint, **kwargs)
+        out, w = pair(c, result, case, "output, weights")
+        out, w = c.array(out, "output", case), c.array(w, "weights", case)
+        want_out, want_w = ref.attention(q, k, v, mask)
+        c.shape(w, want_w.shape, "weights", case,
+                hint="scores are q @ k^T: (..., T, d_k) @ (..., d_k, S) gives one row per query, "
+                     "one column per key; transpose only the last two axes of k "
+                     "(np.swapaxes(k, -1, -2)), not all of them")
+        c.shape(out, want_out.shape, "output", case,
+                hint="the output is weights @ v: one row per query, as wide as the values")
+        c.finite(w, "weights", case, hint="use a stable softmax (subtract the maximum first)")
+        if not matches(w, want_w):
+            hint = attention_hint(q, k, w, mask) or "weights = softmax(q @ k^T / sqrt(d_k) + mask)"
+            c.fail("the attention weights are not right", case=case, expected=want_w, got=w, hint=hint)
+        c.close(out, want_out, "output", case, hint="output = weights @ v (values, not keys)")
+
+    q = np.array([[1.0, 0.0]])
+    run(q, _KEYS, _VALUES, "the lesson's example: q = [[1, 0]], keys and values from the lesson")
+
+    q, k, v = random_qkv(0, T=2, S=5, D=3, Dv=4)
+    run(q, k, v, "random q (2, 3), k (5, 3), v (5, 4)")
+
+    q, k, v = random_qkv(1, T=4, S=4, D=3, Dv=2)
+    mask = ref.causal_mask(4)
+    masked = "random q (4, 3), k (4, 3), v (4, 2) with mask=causal_mask(4)"
+    result = c.call(q, k, v, mask=mask, case=masked)
+    w = c.array(pair(c, result, masked, "output, weights")[1], "weights", masked)
+    if w.shape == (4, 4) and np.any(np.triu(np.nan_to_num(w, nan=1.0), k=1) != 0):
+        c.fail("weights are non-zero where the mask is -inf", case=masked,
+               expected=ref.attention(q, k, v, mask)[1], got=w,
+               hint="add the mask to the scaled scores before the softmax: "
+                    "scores + mask, where mask holds 0 or -inf")
+    run(q, k, v, masked, mask=mask)
+
+    q, k, v = random_qkv(2, T=3, S=5, D=4, Dv=2, lead=(2,))
+    run(q, k, v, "a batch: q (2, 3, 4), k (2, 5, 4), v (2, 5, 2)",
+        crash_hint="work on the last two axes only: np.swapaxes(k, -1, -2) rather than k.T, "
+                   "which also reverses the batch axes")
+
+    q, k, v = random_qkv(3, T=2, S=3, D=2, Dv=2)
+    run(q * 100, k * 100, v, "large scores: q and k scaled by 100")
+    c.done()
+
+
+def check_attention_steps(fn):
+    """Check attention_steps(q, keys, values) -> dict of scores, scaled, weights, output."""
+    __tracebackhide__ = True
+    c = Checker("attention_steps", fn)
+    rng = np.random.default_rng(0)
+    cases = [
+        (np.array([1.0, 0.0]), _KEYS, _VALUES, "q = [1, 0] with the lesson's keys and values"),
+        (np.array([0.0, 1.0]), _KEYS, _VALUES, "q = [0, 1] with the lesson's keys and values"),
+        (np.array([2.0, -1.0, 0.5]), rng.normal(size=(4, 3)), rng.normal(size=(4, 2)),
+         "q = [2, -1, 0.5] with 4 random keys of width 3 and values of width 2"),
+    ]
+    stages = ("scores", "scaled", "weights", "output")
+    for q, keys, values, case in cases:
+        got = c.call(q, keys, values, case=case)
+        if not isinstance(got, dict) or set(stages) - set(got):
+            c.fail("expected a dict with the keys " + ", ".join(repr(s) for s in stages), case=case,
+                   got=sorted(got) if isinstance(got, dict) else type(got).__name__,
+                   hint="return dict(scores=..., scaled=..., weights=..., output=...)")
+        got = {s: np.asarray(c.array(np.asarray(got[s], dtype=float), s, case)) for s in stages}
+        d_k = len(q)
+        scores = keys @ q
+        want = dict(scores=scores, scaled=scores / math.sqrt(d_k))
+        want["weights"] = np.exp(want["scaled"]) / np.exp(want["scaled"]).sum()
+        want["output"] = want["weights"] @ values
+        hints = dict(
+            scores="score j is the dot product of the query with key j: keys @ q",
+            scaled=f"divide the scores by sqrt(d_k), where d_k = len(q) is the key width "
+                   f"(here sqrt({d_k}))",
+            weights="exponentiate the scaled scores, then divide by their sum so the weights sum to 1",
+            output="the output is the weighted sum of the values: weights @ values",
+        )
+        if matches(got["scores"], values @ q if values.shape[1] == d_k else np.full(1, np.nan)):
+            hints["scores"] = "the scores compare the query with the keys, not the values"
+        if matches(got["scaled"], scores) or matches(got["scaled"], scores / d_k):
+            hints["scaled"] = f"divide by the square root of the key width: sqrt({d_k}), not 1 or {d_k}"
+        elif matches(got["scaled"], scores / math.sqrt(2)) and d_k != 2:
+            hints["scaled"] = f"d_k is the key width len(q) = {d_k} here; sqrt(2) only fits the lesson's keys"
+        if matches(got["weights"], np.exp(want["scaled"])):
+            hints["weights"] = "normalise: divide the exponentials by their sum so the weights sum to 1"
+        if matches(got["output"], want["weights"] @ keys):
+            hints["output"] = "the output mixes the values, not the keys: weights @ values"
+        for s in stages:
+            c.close(got[s], want[s], f"'{s}'", case, hint=hints[s], atol=1e-3)
+    c.done()
