@@ -5,6 +5,7 @@ import torch
 import torch.nn as nn
 
 from course_lib.blocks import Block
+from course_lib.positions import LearnedPositions
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class TinyLM(nn.Module):
         super().__init__()
         self.config = config
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
-        self.pos_emb = nn.Embedding(config.max_len, config.d_model)
+        self.pos_emb = LearnedPositions(config.max_len, config.d_model)
         self.blocks = nn.ModuleList(
             Block(config.d_model, config.n_heads, causal=config.causal)
             for _ in range(config.n_layers))
