@@ -3,8 +3,11 @@
     Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k) + M) V
 
 M is the additive mask: 0 where a query may look, -inf where it may not.
+Multi-head attention splits the width C into H heads of D = C // H channels,
+attends in each head separately, and concatenates and projects the results.
 
-Shapes: T query positions, S key positions, D head size (d_k), Dv value size.
+Shapes: B batch, H heads, T query positions, S key positions, D head size (d_k),
+Dv value size, C model width.
 """
 import math
 
@@ -121,21 +124,58 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False):
 
 
 def split_heads(x, n_heads):
-    """Split the model width into heads.
+    """Split the model width into heads: head h gets channels h*D .. (h+1)*D - 1.
 
     Shapes: (B, T, C) -> (B, H, T, C // H)
     """
+    if x.ndim != 3:
+        raise ValueError(f"split_heads expects x of shape (B, T, C), got shape {tuple(x.shape)}; "
+                         f"for a single sequence use x[None]")
     B, T, C = x.shape
-    return x.view(B, T, n_heads, C // n_heads).transpose(1, 2)
+    if not isinstance(n_heads, (int, np.integer)) or n_heads < 1 or C % n_heads:
+        raise ValueError(f"the width C={C} must split evenly into n_heads={n_heads!r}; "
+                         f"choose n_heads among the divisors of C")
+    return x.view(B, T, n_heads, C // n_heads).transpose(1, 2)  # (B, H, T, D)
 
 
 def merge_heads(x):
-    """Concatenate the heads back into the model width.
+    """Concatenate the heads back into the model width: the inverse of split_heads.
 
     Shapes: (B, H, T, D) -> (B, T, H * D)
     """
+    if x.ndim != 4:
+        raise ValueError(f"merge_heads expects x of shape (B, H, T, D), got shape {tuple(x.shape)}")
     B, H, T, D = x.shape
-    return x.transpose(1, 2).reshape(B, T, H * D)
+    return x.transpose(1, 2).reshape(B, T, H * D)  # (B, T, H, D) -> (B, T, C)
+
+
+def _check_mha_weights(x, w_qkv, w_proj, n_heads):
+    """Raise ValueError unless x (B, T, C), w_qkv (3C, C) and w_proj (C, C) fit together."""
+    if x.ndim != 3:
+        raise ValueError(f"x must have shape (B, T, C), got shape {tuple(x.shape)}; "
+                         f"for a single sequence use x[None]")
+    C = x.shape[-1]
+    if tuple(w_qkv.shape) != (3 * C, C):
+        raise ValueError(f"w_qkv must be the stacked q, k, v weights of shape (3C, C) = "
+                         f"({3 * C}, {C}) for width C={C}, got {tuple(w_qkv.shape)}")
+    if tuple(w_proj.shape) != (C, C):
+        raise ValueError(f"w_proj must have shape (C, C) = ({C}, {C}), got {tuple(w_proj.shape)}")
+
+
+def multi_head_attention(x, w_qkv, w_proj, n_heads, causal=True):
+    """Multi-head self-attention from its two weight matrices (nn.Linear convention, y = x @ W.T).
+
+    Rows 0..C-1 of w_qkv make the queries, C..2C-1 the keys, 2C..3C-1 the values.
+    Each head h attends with its own D = C // H channels of q, k and v, scaled
+    by sqrt(D); the heads' outputs are concatenated and projected by w_proj.
+
+    Shapes: x (B, T, C), w_qkv (3C, C), w_proj (C, C) -> (B, T, C)
+    """
+    _check_mha_weights(x, w_qkv, w_proj, n_heads)
+    q, k, v = (x @ w_qkv.T).chunk(3, dim=-1)  # each (B, T, C)
+    q, k, v = (split_heads(t, n_heads) for t in (q, k, v))  # each (B, H, T, D)
+    a = scaled_dot_product_attention(q, k, v, is_causal=causal)  # (B, H, T, D)
+    return merge_heads(a) @ w_proj.T  # (B, T, C)
 
 
 class MultiHeadAttention(torch.nn.Module):
@@ -160,3 +200,20 @@ class MultiHeadAttention(torch.nn.Module):
         q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # each (B, H, T, D)
         a = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
         return self.proj(merge_heads(a))  # (B, T, C)
+
+    def attention_weights(self, x):
+        """Every head's attention weights for input x, from the same projections and mask as forward.
+
+        Row i of head h is query i's distribution over the keys; it sums to 1, and with
+        causal=True it is 0 for every key j > i.
+
+        Shapes: (B, T, C) -> (B, H, T, T)
+        """
+        q, k, _ = self.qkv(x).chunk(3, dim=-1)  # each (B, T, C)
+        q, k = split_heads(q, self.n_heads), split_heads(k, self.n_heads)  # each (B, H, T, D)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (B, H, T, T)
+        if self.causal:
+            T = x.shape[1]
+            hidden = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(diagonal=1)
+            scores = scores.masked_fill(hidden, float("-inf"))
+        return torch.softmax(scores.float(), dim=-1).to(x.dtype)

@@ -1,0 +1,267 @@
+"""Checkers for lesson 03, multi-head attention.
+
+The inputs have B, T, H and D all different, so that a reshape which mixes two of
+these axes gives a different shape or different numbers, and each checker names
+the mistake that explains a wrong result.
+"""
+import math
+
+import torch
+
+from course_lib import attention as ref
+from course_lib.checks.core import Checker, matches
+
+
+_DTYPE_HINT = ("keep the input's dtype, float32: a tensor made from NumPy (torch.from_numpy) is "
+               "float64 and promotes what it is added to, and a matrix product of float64 with "
+               "float32 fails; build new tensors with torch (e.g. torch.full(...)) or convert "
+               "them with .float()")
+
+
+def _call(c, *args, case, crash_hint):
+    """c.call, with the float64/float32 clash named when that is what crashed."""
+    __tracebackhide__ = True
+    try:
+        return c.fn(*args)
+    except NotImplementedError:
+        raise
+    except Exception as e:  # the learner's bug, reported as feedback rather than a traceback
+        message = str(e)
+        clash = any(word in message for word in ("Double", "double", "float64"))
+        c.fail(f"your function raised {type(e).__name__}: {e}", case=case,
+               hint=_DTYPE_HINT if clash else crash_hint)
+
+
+def _tensor(c, value, what, case, dtype=torch.float32):
+    """The value as a NumPy float64 array, after checking it is a CPU torch tensor of `dtype`."""
+    __tracebackhide__ = True
+    if not isinstance(value, torch.Tensor):
+        c.fail(f"{what} should be a torch tensor, got {type(value).__name__}", case=case,
+               hint="use torch operations (view, transpose, reshape, @) on the input so the "
+                    "result stays a tensor")
+    if value.dtype != dtype:
+        c.fail(f"{what} has dtype {value.dtype}, expected {dtype}", case=case, hint=_DTYPE_HINT)
+    c.ok()
+    return value.detach().cpu().double().numpy()
+
+
+def _arange(*shape):
+    """A float32 tensor whose entries are 0, 1, 2, ... in memory order: every entry tells where it came from."""
+    return torch.arange(math.prod(shape), dtype=torch.float32).reshape(shape)
+
+
+# --- split_heads --------------------------------------------------------------
+
+
+def _split_variants(x, H):
+    """{mistake: what that mistake makes of x (B, T, C)}, each of the right shape (B, H, T, D)."""
+    B, T, C = x.shape
+    D = C // H
+    return {
+        "reshape": x.reshape(B, H, T, D),
+        "view_dh": x.reshape(B, T, D, H).permute(0, 3, 1, 2),
+    }
+
+
+_SPLIT_HINTS = {
+    "reshape": "heads mix positions: reshape(B, H, T, D) keeps the memory order, so one 'head' "
+               "gets the channels of several positions. Split the last axis first, "
+               "x.view(B, T, H, D), then move the head axis forward with .transpose(1, 2)",
+    "view_dh": "view(B, T, H, D), not view(B, T, D, H): head h must get the contiguous block of "
+               "channels h*D .. (h+1)*D - 1, not every H-th channel",
+}
+
+
+def split_hint(x, H, got):
+    """The hint for the split mistake that explains `got`, if one does."""
+    for name, wrong in _split_variants(x, H).items():
+        if matches(got, wrong.double().numpy()):
+            return _SPLIT_HINTS[name]
+    return None
+
+
+def check_split_heads(fn):
+    """Check split_heads(x, n_heads): (B, T, C) -> (B, H, T, D), head h holding channels h*D..(h+1)*D-1."""
+    __tracebackhide__ = True
+    c = Checker("split_heads", fn)
+    for B, T, H, D in ((2, 5, 3, 4), (3, 2, 5, 6), (1, 4, 1, 7)):
+        C = H * D
+        x = _arange(B, T, C)
+        case = f"x = torch.arange({B * T * C}.).reshape({B}, {T}, {C}) (B={B}, T={T}, C={C}), n_heads={H}"
+        got = c.call(x, H, case=case,
+                     crash_hint="split the last axis with x.view(B, T, n_heads, C // n_heads), "
+                                "then swap the position and head axes with .transpose(1, 2)")
+        got = _tensor(c, got, "the result", case)
+        want = ref.split_heads(x, H).double().numpy()
+        shape_hint = (f"expected (B, H, T, D) = ({B}, {H}, {T}, {D}): {H} heads, each with "
+                      f"T={T} positions of D = C // n_heads = {D} channels")
+        if got.shape == (B, T, H, D) and H != T:
+            shape_hint = ("you split the width but left the head axis after the positions: "
+                          "move it forward with .transpose(1, 2)")
+        elif got.shape == (B, H, D, T) and D != T:
+            shape_hint = ("positions come before the head size: view(B, T, H, D), where D is the "
+                          "number of channels per head, then .transpose(1, 2)")
+        c.shape(got, (B, H, T, D), "the result", case, hint=shape_hint)
+        c.close(got, want, "the result", case,
+                hint=split_hint(x, H, got) or
+                f"head h, position t must hold x[b, t, h*D:(h+1)*D] (here D = {D})")
+    c.done()
+
+
+# --- merge_heads --------------------------------------------------------------
+
+
+_MERGE_HINTS = {
+    "reshape": "transpose back before merging: x.transpose(1, 2) gives (B, T, H, D), so each "
+               "position's heads sit next to each other; reshape(B, T, H * D) straight from "
+               "(B, H, T, D) mixes positions",
+    "interleave": "the channels are interleaved: head h's D channels must stay together as "
+                  "channels h*D .. (h+1)*D - 1; use x.transpose(1, 2), not a permute that moves D "
+                  "before H",
+}
+
+
+def _merge_variants(y):
+    B, H, T, D = y.shape
+    return {"reshape": y.reshape(B, T, H * D),
+            "interleave": y.permute(0, 2, 3, 1).reshape(B, T, H * D)}
+
+
+def merge_hint(y, got):
+    """The hint for the merge mistake that explains `got`, if one does."""
+    for name, wrong in _merge_variants(y).items():
+        if matches(got, wrong.double().numpy()):
+            return _MERGE_HINTS[name]
+    return None
+
+
+def check_merge_heads(fn):
+    """Check merge_heads(x): (B, H, T, D) -> (B, T, H * D), the inverse of split_heads."""
+    __tracebackhide__ = True
+    c = Checker("merge_heads", fn)
+    crash = ("after .transpose the tensor is no longer contiguous in memory, so .view cannot "
+             "regroup it: use .reshape (or .contiguous().view)")
+    for B, H, T, D in ((2, 3, 5, 4), (3, 5, 2, 6)):
+        y = _arange(B, H, T, D)
+        case = f"x = torch.arange({y.numel()}.).reshape({B}, {H}, {T}, {D}) (B={B}, H={H}, T={T}, D={D})"
+        got = _tensor(c, c.call(y, case=case, crash_hint=crash), "the result", case)
+        shape_hint = f"expected (B, T, H * D) = ({B}, {T}, {H * D})"
+        if got.shape == (B, T, H, D):
+            shape_hint = "the heads are in order but not merged: reshape to (B, T, H * D)"
+        c.shape(got, (B, T, H * D), "the result", case, hint=shape_hint)
+        c.close(got, ref.merge_heads(y).double().numpy(), "the result", case,
+                hint=merge_hint(y, got) or "transpose(1, 2) to (B, T, H, D), then reshape to (B, T, H * D)")
+
+    x = torch.randn(2, 3, 20, generator=torch.Generator().manual_seed(3))
+    case = "merge_heads(split_heads(x, 4)) for a random x of shape (2, 3, 20)"
+    got = _tensor(c, c.call(ref.split_heads(x, 4), case=case, crash_hint=crash), "the result", case)
+    c.close(got, x.double().numpy(), "the round trip", case,
+            hint="merge_heads must undo split_heads exactly: transpose(1, 2), then reshape")
+    c.done()
+
+
+# --- multi_head_attention -----------------------------------------------------
+
+
+def _mha_variant(x, w_qkv, w_proj, H, split="right", merge="right", scale="D", causal=True,
+                 proj="right", softmax_dim=-1):
+    """Multi-head attention in float64 with one known mistake switched on."""
+    x, w_qkv, w_proj = (t.double() for t in (x, w_qkv, w_proj))
+    B, T, C = x.shape
+    D = C // H
+
+    def split_(t):
+        return ref.split_heads(t, H) if split == "right" else _split_variants(t, H)[split]
+
+    q, k, v = (split_(t) for t in (x @ w_qkv.T).chunk(3, dim=-1))  # each (B, H, T, D)
+    scores = q @ k.transpose(-1, -2)  # (B, H, T, T)
+    scores = scores / {"D": math.sqrt(D), "C": math.sqrt(C), "none": 1.0}[scale]
+    if causal:
+        scores = scores + torch.full((T, T), float("-inf"), dtype=scores.dtype).triu(1)
+    a = torch.softmax(scores, dim=softmax_dim) @ v  # (B, H, T, D)
+    merged = ref.merge_heads(a) if merge == "right" else _merge_variants(a)[merge]
+    out = {"right": merged @ w_proj.T, "none": merged, "untransposed": merged @ w_proj}[proj]
+    return out.numpy()
+
+
+def _mha_hints(H, C):
+    D = C // H
+    return [
+        (dict(causal=False), "add the causal mask to the scores before the softmax "
+                             "(-inf where key j > query i), or every position sees the future"),
+        (dict(scale="C"), f"scale by sqrt(D) = sqrt(C // n_heads) = sqrt({D}), the width of one "
+                          f"head's dot product, not by sqrt(C) = sqrt({C})"),
+        (dict(scale="none"), f"divide each head's scores by sqrt(D) = sqrt({D}) before the softmax"),
+        (dict(proj="none"), "finish with the output projection: merged_heads @ w_proj.T"),
+        (dict(proj="untransposed"), "use nn.Linear's convention, y = x @ W.T: "
+                                    "merged_heads @ w_proj.T, not @ w_proj"),
+        (dict(softmax_dim=-2), "take the softmax over the keys, the last axis (dim=-1), so each "
+                               "query's weights sum to 1"),
+        (dict(split="reshape"), _SPLIT_HINTS["reshape"]),
+        (dict(split="reshape", merge="reshape"), _SPLIT_HINTS["reshape"]
+                                                 + "; and transpose back before merging"),
+        (dict(split="view_dh"), _SPLIT_HINTS["view_dh"]),
+        (dict(merge="reshape"), _MERGE_HINTS["reshape"]),
+        (dict(merge="interleave"), _MERGE_HINTS["interleave"]),
+    ]
+
+
+def mha_hint(x, w_qkv, w_proj, H, got):
+    """The hint for the multi-head mistake that explains `got`, if one does."""
+    C = x.shape[-1]
+    for mistake, hint in _mha_hints(H, C):
+        if matches(got, _mha_variant(x, w_qkv, w_proj, H, **mistake)):
+            return hint
+    if H > 1 and matches(got, _mha_variant(x, w_qkv, w_proj, 1)):
+        return (f"this is one head of width C = {C}: split q, k and v into n_heads = {H} heads "
+                f"of D = {C // H} channels and attend in each head separately")
+    return None
+
+
+def _weights(seed, B, T, H, D):
+    """Seeded float32 x (B, T, C), w_qkv (3C, C), w_proj (C, C), scaled so the softmax is neither flat nor one-hot."""
+    C = H * D
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, T, C, generator=g)
+    w_qkv = torch.randn(3 * C, C, generator=g) * 1.5 / math.sqrt(C)
+    w_proj = torch.randn(C, C, generator=g) / math.sqrt(C)
+    return x, w_qkv, w_proj
+
+
+def check_multi_head_attention(fn):
+    """Check multi_head_attention(x, w_qkv, w_proj, n_heads) -> (B, T, C): causal multi-head self-attention."""
+    __tracebackhide__ = True
+    c = Checker("multi_head_attention", fn)
+    crash = ("w_qkv is (3C, C) in nn.Linear's convention: x @ w_qkv.T gives (B, T, 3C); cut it "
+             "into q, k, v with .chunk(3, dim=-1), split each into heads (B, H, T, D), and print "
+             "the shapes as you go")
+    for seed, (B, T, H, D) in enumerate(((2, 5, 3, 4), (1, 7, 2, 3), (3, 4, 1, 6))):
+        C = H * D
+        x, w_qkv, w_proj = _weights(seed, B, T, H, D)
+        case = (f"random x ({B}, {T}, {C}), w_qkv ({3 * C}, {C}), w_proj ({C}, {C}), "
+                f"n_heads={H} (so D={D})")
+        got = _tensor(c, _call(c, x, w_qkv, w_proj, H, case=case, crash_hint=crash), "the output", case)
+        c.shape(got, (B, T, C), "the output", case,
+                hint="the output has the input's shape (B, T, C): merge the heads back to width C "
+                     "and project with w_proj")
+        c.finite(got, "the output", case,
+                 hint="a NaN row usually means a query whose keys are all masked: hide only "
+                      "j > i (torch.triu(..., diagonal=1)), never the diagonal")
+        want = _mha_variant(x, w_qkv, w_proj, H)
+        if not matches(got, want):
+            hint = mha_hint(x, w_qkv, w_proj, H, got)
+            if hint is None:
+                x2 = x.clone()
+                x2[:, -1] = 10.0
+                got2 = _call(c, x2, w_qkv, w_proj, H, case=case, crash_hint=crash)
+                if isinstance(got2, torch.Tensor) and got2.shape == got.shape and not matches(
+                        got2.detach().double().numpy()[:, :-1], got[:, :-1]):
+                    hint = ("changing the last position changed earlier outputs: add the causal "
+                            "mask to the scores before the softmax, and keep each head's "
+                            "positions apart")
+            c.fail("the output is not right", case=case, expected=want, got=got,
+                   hint=hint or "q, k, v = (x @ w_qkv.T).chunk(3, -1); split each into heads; "
+                                "softmax(q @ k^T / sqrt(D) + causal mask) @ v per head; merge; "
+                                "@ w_proj.T")
+        c.ok()
+    c.done()
