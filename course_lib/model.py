@@ -1,5 +1,6 @@
 """TinyLM: a complete decoder-only transformer language model."""
 from dataclasses import dataclass
+from itertools import accumulate
 
 import torch
 import torch.nn as nn
@@ -16,6 +17,7 @@ class ModelConfig:
     n_heads: int = 4          # (H)
     n_layers: int = 4
     causal: bool = True       # False only to demonstrate the missing-mask pitfall
+    residual: bool = True     # False only to show why deep stacks need residuals (lesson 04)
 
     def __post_init__(self):
         for name in ("vocab_size", "max_len", "d_model", "n_heads", "n_layers"):
@@ -51,13 +53,12 @@ class TinyLM(nn.Module):
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
         self.pos_emb = LearnedPositions(config.max_len, config.d_model)
         self.blocks = nn.ModuleList(
-            Block(config.d_model, config.n_heads, causal=config.causal)
+            Block(config.d_model, config.n_heads, causal=config.causal, residual=config.residual)
             for _ in range(config.n_layers))
         self.norm = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.head.weight = self.tok_emb.weight  # weight tying: one (V, C) matrix in and out
         self.apply(_init_weights)
-
 
     def check_input(self, idx):
         """Raise a ValueError/TypeError that says how to fix idx, unless it is a valid (B, T) batch."""
@@ -81,11 +82,56 @@ class TinyLM(nn.Module):
             raise ValueError(f"token id {bad} is outside the vocabulary [0, "
                              f"{self.config.vocab_size}); check the tokenizer that made these ids")
 
+    def embed(self, idx):
+        """The start of the residual stream: token embedding plus position embedding.
+
+        Shapes: idx (B, T) -> (B, T, C)
+        """
+        positions = torch.arange(idx.shape[1], device=idx.device)
+        return self.tok_emb(idx) + self.pos_emb(positions)  # (B, T, C)
+
     def forward(self, idx):
         self.check_input(idx)
-        T = idx.shape[1]
-        positions = torch.arange(T, device=idx.device)
-        x = self.tok_emb(idx) + self.pos_emb(positions)  # (B, T, C)
+        x = self.embed(idx)  # (B, T, C)
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x))  # (B, T, V)
+
+    def residual_writes(self, idx):
+        """Everything written into the residual stream, in order, with a label for each.
+
+        Returns [("embed", e), ("block 0 attn", a0), ("block 0 mlp", m0), ...,
+        ("block L-1 mlp", m)]: 1 + 2L tensors. The stream after any write is the sum
+        of that write and all before it. Gradients flow; wrap the call in
+        torch.no_grad() when you only want to look.
+
+        Shapes: idx (B, T) -> a list of (label, (B, T, C))
+        """
+        self.check_input(idx)
+        self._check_residual()
+        x = self.embed(idx)
+        writes = [("embed", x)]
+        for i, block in enumerate(self.blocks):
+            attn_write, mlp_write = block.writes(x)
+            writes += [(f"block {i} attn", attn_write), (f"block {i} mlp", mlp_write)]
+            x = x + attn_write + mlp_write
+        return writes
+
+    def residual_stream(self, idx):
+        """The residual stream recorded after the embedding and after every sublayer.
+
+        Returns [("embed", x0), ("block 0 attn", x1), ("block 0 mlp", x2), ...]: 1 + 2L
+        snapshots, each labelled by the write that made it. The last one is the
+        stream the final norm and head read: self.head(self.norm(last)) equals
+        self(idx) bit for bit.
+
+        Shapes: idx (B, T) -> a list of (label, (B, T, C))
+        """
+        labels, writes = zip(*self.residual_writes(idx))
+        return list(zip(labels, accumulate(writes)))  # ((e + a0) + m0) + ..., as forward adds
+
+    def _check_residual(self):
+        if not self.config.residual:
+            raise ValueError("this model was built with residual=False, so its blocks replace "
+                             "the stream rather than write into it: there is no residual stream "
+                             "to record; use a ModelConfig with residual=True")

@@ -1,0 +1,167 @@
+"""Checkers for lesson 04, the residual stream."""
+import numbers
+
+import numpy as np
+import torch
+
+from course_lib.blocks import Block
+from course_lib.checks.core import Checker, matches
+from course_lib.costs import approx_params, count_params
+from course_lib.model import ModelConfig
+
+
+def _test_block(d_model, n_heads, seed):
+    """A float64 block whose every parameter is non-trivial: LayerNorm weights far from 1,
+    non-zero biases, weights scaled so each sublayer writes about as much as it reads."""
+    torch.manual_seed(seed)
+    block = Block(d_model, n_heads).double().eval()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in block.named_parameters():
+            noise = torch.randn(p.shape, generator=gen, dtype=p.dtype)
+            if p.ndim == 2:
+                p.copy_(noise / p.shape[1] ** 0.5)
+            elif "norm" in name and name.endswith("weight"):
+                p.copy_(1 + 0.5 * noise)
+            else:
+                p.copy_(0.5 * noise)
+            p.requires_grad_(False)
+    return block
+
+
+def _block_variants(x, block):
+    """What the right answer and each usual mistake return, by name."""
+    n1, n2, attn, mlp = block.norm1, block.norm2, block.attn, block.mlp
+    h = x + attn(n1(x))
+    post = n1(x + attn(x))
+    normed1 = n1(x) + attn(n1(x))
+    return {
+        "right": h + mlp(n2(h)),
+        "no attention residual": attn(n1(x)) + mlp(n2(attn(n1(x)))),
+        "no MLP residual": mlp(n2(h)),
+        "no residuals": mlp(n2(attn(n1(x)))),
+        "post-norm": n2(post + mlp(post)),
+        "norm1 twice": h + mlp(n1(h)),
+        "norms swapped": x + attn(n2(x)) + mlp(n1(x + attn(n2(x)))),
+        "MLP reads the input": h + mlp(n2(x)),
+        "adds to the normed stream": n2(normed1) + mlp(n2(normed1)),
+        "no norms": x + attn(x) + mlp(x + attn(x)),
+        "only the writes": attn(n1(x)) + mlp(n2(h)),
+    }
+
+
+_BLOCK_HINTS = {
+    "no attention residual": "the first residual is missing: the attention's output must be "
+                             "added to the stream, x = x + block.attn(block.norm1(x)), not "
+                             "replace it",
+    "no MLP residual": "the second residual is missing: return the stream plus the MLP's "
+                       "output, x + block.mlp(block.norm2(x)), not the MLP's output alone",
+    "no residuals": "both residuals are missing: each sublayer's output must be added to the "
+                    "stream (x = x + ...), not replace it",
+    "post-norm": "this is post-norm, norm(x + sublayer(x)); the block is pre-norm: each "
+                 "sublayer reads a normalised copy, x + block.attn(block.norm1(x)), and the "
+                 "stream itself is never normalised",
+    "norm1 twice": "you used block.norm1 twice: the MLP has its own LayerNorm, block.norm2, "
+                   "with its own weights",
+    "norms swapped": "the norms are swapped: block.norm1 goes before the attention, "
+                     "block.norm2 before the MLP",
+    "MLP reads the input": "the MLP must read the stream after the attention has written to "
+                           "it (x = x + attn(...) first), not the block's input",
+    "adds to the normed stream": "add each sublayer's output to the stream x itself, not to "
+                                 "its normalised copy: x + block.attn(block.norm1(x))",
+    "no norms": "normalise what each sublayer reads: block.attn(block.norm1(x)) and "
+                "block.mlp(block.norm2(x))",
+    "only the writes": "return the stream, x plus both writes, not only what the sublayers "
+                       "wrote",
+}
+
+_AXIS_HINT = ("block.attn and block.mlp take the stream as (B, T, C) and work on its last axis "
+              "C; the MLP transforms each position on its own, so give it the normalised stream "
+              "as it is, without transposing or reshaping")
+
+
+def check_block_forward(fn):
+    """Check block_forward(x, block): the pre-norm block with both residuals."""
+    __tracebackhide__ = True
+    c = Checker("block_forward", fn)
+    for B, T, C, H, seed in ((2, 5, 8, 2, 0), (3, 4, 12, 3, 1)):
+        block = _test_block(C, H, seed)
+        gen = torch.Generator().manual_seed(100 + seed)
+        x = torch.randn(B, T, C, generator=gen, dtype=torch.float64) * 2 + 0.5
+        case = (f"x of shape (B, T, C) = ({B}, {T}, {C}), a Block({C}, n_heads={H}) with random "
+                f"weights, biases and LayerNorm weights")
+        with torch.no_grad():
+            variants = {k: v.numpy() for k, v in _block_variants(x, block).items()}
+            given = x.clone()
+            got = c.call(given, block, case=case, crash_hint=_AXIS_HINT)
+        if got is None:
+            c.fail("your function returned None", case=case,
+                   hint="end with `return x`, the stream after both sublayers")
+        got = c.array(got, "the result", case)
+        want = variants["right"]
+        c.shape(got, want.shape, "the result", case, hint=_AXIS_HINT)
+        c.finite(got, "the result", case, hint="use the block's own parts on x; nothing here "
+                                               "should overflow")
+        if not matches(got, want):
+            hint = next((h for name, h in _BLOCK_HINTS.items() if matches(got, variants[name])),
+                        "x = x + block.attn(block.norm1(x)), then x = x + block.mlp(block.norm2(x))")
+            c.fail("the block's output is not right", case=case, expected=want[0, 0],
+                   got=got[0, 0], hint=hint + " (shown: batch 0, position 0)")
+        c.ok()
+        if not torch.equal(given, x):
+            c.fail("your function changed its input x in place", case=case,
+                   hint="write x = x + ... rather than x += ...: an in-place add overwrites the "
+                        "caller's tensor, and autograd needs the old x for the backward pass")
+        c.ok()
+    c.done()
+
+
+def _count_mistakes(config):
+    """What the right count and each usual slip give, by hint."""
+    V, P, C, L = config.vocab_size, config.max_len, config.d_model, config.n_layers
+    exact = count_params(config)
+    return exact, {
+        exact - L * 5 * C: "you left out the MLP's biases: up has 4C and down has C, in every layer",
+        exact - L * 5 * C - L * 2 * C - C: "you left out the biases: the MLP's (4C + C per "
+                                           "layer) and the LayerNorms' (a bias of C in each)",
+        exact - L * 4 * C - 2 * C: "you left out the LayerNorms: each has a weight and a bias of "
+                                   "C; there are two per block and a final one before the head",
+        exact - L * 4 * C: "you left out the blocks' LayerNorms: two per block, each with a "
+                           "weight and a bias of C",
+        exact - 2 * C: "you left out the final LayerNorm before the head (a weight and a bias of C)",
+        exact + V * C: "you counted the head's V x C matrix, but it is tied: the head reuses "
+                       "the token embedding's matrix, so it adds no parameters",
+        exact - P * C: "you left out the learned position table: max_len rows of C",
+        exact + L * 4 * C: "our attention has no biases (bias=False on qkv and proj); GPT-2's "
+                           "has, ours does not",
+        approx_params(n_layers=L, d_model=C, vocab_size=V):
+            "that is the rule of thumb 12 L C^2 + V C; the exact count also has the biases, the "
+            "LayerNorms and the position table",
+    }
+
+
+def check_count_params(fn):
+    """Check count_params(config): the exact number of parameters of TinyLM(config)."""
+    __tracebackhide__ = True
+    c = Checker("count_params", fn)
+    configs = (ModelConfig(vocab_size=50, max_len=7, d_model=24, n_heads=3, n_layers=3),
+               ModelConfig(vocab_size=256, max_len=16, d_model=32, n_heads=4, n_layers=5),
+               ModelConfig(vocab_size=50257, max_len=1024, d_model=768, n_heads=12, n_layers=12))
+    for config in configs:
+        case = (f"ModelConfig(vocab_size={config.vocab_size}, max_len={config.max_len}, "
+                f"d_model={config.d_model}, n_heads={config.n_heads}, n_layers={config.n_layers})")
+        got = c.call(config, case=case)
+        if isinstance(got, (torch.Tensor, np.ndarray)) and got.ndim == 0:
+            got = got.item()
+        if isinstance(got, bool) or not isinstance(got, numbers.Real):
+            c.fail("expected a number", case=case, got=type(got).__name__,
+                   hint="return the count as an int, e.g. `return total`")
+        c.ok()
+        exact, mistakes = _count_mistakes(config)
+        if got != exact:
+            hint = mistakes.get(got, "list TinyLM's parameters to see what you missed: "
+                                     "[(n, p.shape) for n, p in TinyLM(config).named_parameters()] "
+                                     "on a small config")
+            c.fail("the count is not right", case=case, expected=exact, got=got, hint=hint)
+        c.ok()
+    c.done()

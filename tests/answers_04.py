@@ -1,0 +1,90 @@
+"""Answers to lesson 04's exercises (the residual stream), for testing its graders."""
+from answers import Wrong
+
+REFERENCE = {
+    "block_forward": """\
+attn_write, mlp_write = block.writes(x)
+return x + attn_write + mlp_write""",
+    "count_params": """\
+from course_lib.costs import count_params as reference
+return reference(config)""",
+}
+
+_COUNT = "V, P, C, L = config.vocab_size, config.max_len, config.d_model, config.n_layers\n"
+
+WRONG = [
+    # block_forward
+    Wrong("block_forward", "post-norm", """\
+x = block.norm1(x + block.attn(x))
+return block.norm2(x + block.mlp(x))""",
+          "this is post-norm", inject=True),
+    Wrong("block_forward", "no attention residual", """\
+x = block.attn(block.norm1(x))
+return x + block.mlp(block.norm2(x))""",
+          "the first residual is missing"),
+    Wrong("block_forward", "no MLP residual", """\
+x = x + block.attn(block.norm1(x))
+return block.mlp(block.norm2(x))""",
+          "the second residual is missing"),
+    Wrong("block_forward", "no residuals", """\
+return block.mlp(block.norm2(block.attn(block.norm1(x))))""",
+          "both residuals are missing"),
+    Wrong("block_forward", "norm1 twice", """\
+x = x + block.attn(block.norm1(x))
+return x + block.mlp(block.norm1(x))""",
+          "you used block.norm1 twice"),
+    Wrong("block_forward", "MLP along the positions", """\
+x = x + block.attn(block.norm1(x))
+return x + block.mlp(block.norm2(x).transpose(1, 2)).transpose(1, 2)""",
+          "the MLP transforms each position on its own"),
+    Wrong("block_forward", "MLP reads the block's input", """\
+h = x + block.attn(block.norm1(x))
+return h + block.mlp(block.norm2(x))""",
+          "the MLP must read the stream after the attention"),
+    Wrong("block_forward", "adds to the normed stream", """\
+x = block.norm1(x)
+x = x + block.attn(x)
+x = block.norm2(x)
+return x + block.mlp(x)""",
+          "not to its normalised copy"),
+    Wrong("block_forward", "no norms", """\
+x = x + block.attn(x)
+return x + block.mlp(x)""",
+          "normalise what each sublayer reads"),
+    Wrong("block_forward", "only the writes", """\
+a = block.attn(block.norm1(x))
+return a + block.mlp(block.norm2(x + a))""",
+          "not only what the sublayers wrote"),
+    Wrong("block_forward", "in-place add", """\
+x += block.attn(block.norm1(x))
+return x + block.mlp(block.norm2(x))""",
+          "changed its input x in place"),
+    # count_params
+    Wrong("count_params", "tied head counted twice", _COUNT + """\
+return 2 * V * C + P * C + L * (12 * C * C + 5 * C + 4 * C) + 2 * C""",
+          "it is tied", inject=True),
+    Wrong("count_params", "forgets the MLP biases", _COUNT + """\
+return V * C + P * C + L * (12 * C * C + 4 * C) + 2 * C""",
+          "you left out the MLP's biases"),
+    Wrong("count_params", "forgets every bias", _COUNT + """\
+return V * C + P * C + L * (12 * C * C + 2 * C) + C""",
+          "you left out the biases"),
+    Wrong("count_params", "forgets the LayerNorms", _COUNT + """\
+return V * C + P * C + L * (12 * C * C + 5 * C)""",
+          "you left out the LayerNorms"),
+    Wrong("count_params", "forgets the final LayerNorm", _COUNT + """\
+return V * C + P * C + L * (12 * C * C + 5 * C + 4 * C)""",
+          "the final LayerNorm"),
+    Wrong("count_params", "forgets the position table", _COUNT + """\
+return V * C + L * (12 * C * C + 5 * C + 4 * C) + 2 * C""",
+          "the learned position table"),
+    Wrong("count_params", "GPT-2's attention biases", _COUNT + """\
+return V * C + P * C + L * (12 * C * C + 5 * C + 4 * C + 4 * C) + 2 * C""",
+          "our attention has no biases"),
+    Wrong("count_params", "the rule of thumb", _COUNT + """\
+return 12 * L * C * C + V * C""",
+          "that is the rule of thumb"),
+    Wrong("count_params", "a 2C MLP", _COUNT + """\
+return V * C + P * C + L * (8 * C * C + 3 * C + 4 * C) + 2 * C""",
+          "named_parameters()"),
+]
