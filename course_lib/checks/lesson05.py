@@ -1,0 +1,205 @@
+"""Checkers for lesson 05, positions: the sinusoidal table and rotary embeddings (RoPE)."""
+import numpy as np
+import torch
+
+from course_lib import positions as ref
+from course_lib.checks.core import Checker
+
+
+def _close(value, expected, atol=1e-4):
+    return value.shape == expected.shape and np.allclose(value, expected, atol=atol, rtol=1e-4)
+
+
+def _sin_cos_table(T, d, exponent, divide=True, swap=False, halves=False):
+    """A (T, d) table built with one of the usual mistakes; exponent(i) is pair i's power of 10000."""
+    pos = np.arange(T)[:, None]
+    scale = 10000.0 ** np.array([exponent(i) for i in range(d // 2)], dtype=np.float64)
+    angles = pos / scale if divide else pos * scale                   # (T, d / 2)
+    first, second = (np.cos(angles), np.sin(angles)) if swap else (np.sin(angles), np.cos(angles))
+    if halves:
+        return np.concatenate([first, second], axis=1)
+    return np.stack([first, second], axis=-1).reshape(T, d)
+
+
+def sinusoidal_hint(T, d, got):
+    """Name the usual mistake that explains this table, if one does."""
+    __tracebackhide__ = True
+    right = lambda i: 2 * i / d
+    mistakes = [
+        (_sin_cos_table(T, d, right, swap=True),
+         "sin and cos are swapped: the even columns 2i hold sin and the odd columns 2i + 1 hold "
+         "cos, so position 0 is [0, 1, 0, 1, ...]"),
+        (_sin_cos_table(T, d, right, halves=True),
+         "interleave the columns: column 2i is the sin and column 2i + 1 the cos of the same "
+         "angle; you put all the sines first and all the cosines after them"),
+        (_sin_cos_table(T, d, lambda i: i / d),
+         "the exponent is 2i/d_model, where i counts the pairs: pair i (columns 2i and 2i + 1) "
+         "uses 10000^(2i/d_model); you used i/d_model"),
+        (_per_column(T, d),
+         "both columns of a pair share one frequency: columns 2i and 2i + 1 both use "
+         "10000^(2i/d_model); you put the column index in the exponent, so each cos column "
+         "got 10000^((2i + 1)/d_model)"),
+        (_sin_cos_table(T, d, lambda i: 2 * i / T),
+         f"the exponent divides by d_model, the width ({d} here), not by T, the number of "
+         f"positions ({T} here)"),
+        (_sin_cos_table(T, d, right, divide=False),
+         "divide the position by 10000^(2i/d_model); you multiplied by it"),
+        (_sin_cos_table(T, d, lambda i: 0.0),
+         "every pair has the same frequency, 1 radian per position: the exponent 2i/d_model came "
+         "out as 0; use true division (/), not floor division (//)"),
+    ]
+    for table, hint in mistakes:
+        if _close(got, table, atol=1e-3):
+            return hint
+    return None
+
+
+def _per_column(T, d):
+    """The table with column j's angle pos / 10000^(j/d): the column index in the exponent."""
+    angles = np.arange(T)[:, None] / 10000.0 ** (np.arange(d) / d)  # (T, d)
+    return np.where(np.arange(d) % 2 == 0, np.sin(angles), np.cos(angles))
+
+
+def check_sinusoidal_positions(fn):
+    """Check sinusoidal_positions(T, d_model) -> (T, d_model) table of sines and cosines."""
+    __tracebackhide__ = True
+    c = Checker("sinusoidal_positions", fn)
+    formula = ("PE[pos, 2i] = sin(pos / 10000^(2i/d_model)) and "
+               "PE[pos, 2i + 1] = cos(pos / 10000^(2i/d_model)), for i = 0 .. d_model/2 - 1")
+    for T, d in ((5, 6), (12, 4), (3, 16)):
+        case = f"sinusoidal_positions(T={T}, d_model={d})"
+        got = c.array(c.call(T, d, case=case), "the table", case).astype(np.float64)
+        c.shape(got, (T, d), "the table", case,
+                hint="one row per position (T rows), one column per dimension (d_model columns)")
+        c.finite(got, "the table", case, hint=formula)
+        want = ref.sinusoidal_positions(T, d).double().numpy()
+        if not _close(got, want, atol=1e-5):
+            hint = sinusoidal_hint(T, d, got)
+            if hint is None and not _close(got[0], want[0], atol=1e-5):
+                hint = ("at position 0 every angle is 0, so row 0 must be sin 0, cos 0, ... = "
+                        "[0, 1, 0, 1, ...]; " + formula)
+            c.fail("the table is not right", case=case, expected=want, got=got,
+                   hint=hint or formula)
+        c.ok()
+    c.done()
+
+
+def _rope(x, positions, base=10000.0, exponent=None, sign=1.0, halves=False, keep=None):
+    """RoPE in float64 with one of the usual mistakes switched on.
+
+    exponent(i, D) is pair i's power of base (right: -2i/D); keep="even"/"odd" leaves that
+    dimension of every pair unrotated; keep="odd_cos" drops the a*sin term of the odd one.
+    """
+    x = x.double().numpy()
+    D = x.shape[-1]
+    exponent = exponent or (lambda i, D: -2 * i / D)
+    freqs = base ** np.array([exponent(i, D) for i in range(D // 2)])
+    angles = sign * np.asarray(positions, dtype=np.float64)[:, None] * freqs    # (T, D / 2)
+    cos, sin = np.cos(angles), np.sin(angles)
+    a, b = (x[..., : D // 2], x[..., D // 2:]) if halves else (x[..., 0::2], x[..., 1::2])
+    new_a, new_b = a * cos - b * sin, a * sin + b * cos
+    if keep == "even":
+        new_a = a
+    elif keep == "odd":
+        new_b = b
+    elif keep == "odd_cos":
+        new_b = b * cos
+    if halves:
+        return np.concatenate([new_a, new_b], axis=-1)
+    return np.stack([new_a, new_b], axis=-1).reshape(x.shape)
+
+
+def rope_hint(x, positions, got, base=10000.0):
+    """Name the usual mistake that explains this output of apply_rope, if one does."""
+    __tracebackhide__ = True
+    T, D = x.shape[-2:]
+    both = ("both dimensions of a pair turn: the new (2i, 2i + 1) is (a cos t - b sin t, "
+            "a sin t + b cos t) with a = x[..., 2i], b = x[..., 2i + 1]; you left one of them "
+            "(partly) unrotated")
+    mistakes = [
+        (_rope(x, positions, base, halves=True),
+         "this lesson pairs dimension 2i with 2i + 1 (interleaved, as in the RoFormer paper): "
+         "a = x[..., 0::2], b = x[..., 1::2]; you rotated the halves (i, i + D/2), the "
+         "convention of some libraries"),
+        (_rope(x, np.ones(T), base),
+         "the angle must be proportional to the position, positions * base^(-2i/D); your "
+         "rotation is the same at every position (position 0 must not move at all)"),
+        (_rope(x, np.arange(T), base),
+         "rotate by the positions you are given, not by torch.arange(T): a sequence may start "
+         "at any position (for example after a cache) or skip some"),
+        (_rope(x, positions, base, sign=-1.0),
+         "you rotated the wrong way (by -t): the new pair is (a cos t - b sin t, "
+         "a sin t + b cos t); check the signs of the two sin terms"),
+        (_rope(x, positions, base, keep="odd"), both),
+        (_rope(x, positions, base, keep="even"), both),
+        (_rope(x, positions, base, keep="odd_cos"), both),
+        (_rope(x, positions, base, exponent=lambda i, D: -i / D),
+         "the angle of pair i is positions * base^(-2i/D), where i counts the pairs "
+         "(i = 0 .. D/2 - 1); you used base^(-i/D)"),
+        (_rope(x, positions, base, exponent=lambda i, D: -2 * i / T),
+         f"the exponent divides by D, the width x.shape[-1] ({D} here), not by T, the number "
+         f"of positions ({T} here)"),
+        (_rope(x, positions, base, halves=True, sign=-1.0),
+         "this lesson pairs dimension 2i with 2i + 1 (interleaved): a = x[..., 0::2], "
+         "b = x[..., 1::2]; you rotated the halves (i, i + D/2), and in the wrong direction"),
+    ]
+    if base != 10000.0:
+        mistakes.insert(0, (_rope(x, positions, 10000.0),
+                            f"use the `base` argument (here {base}) instead of a fixed 10000"))
+    for want, hint in mistakes:
+        if _close(got, want):
+            return hint
+    return None
+
+
+def check_apply_rope(fn):
+    """Check apply_rope(x, positions, base=10000.0): interleaved pairs rotated by position."""
+    __tracebackhide__ = True
+    c = Checker("apply_rope", fn)
+    gen = torch.Generator().manual_seed(5)
+    cases = [
+        ((5, 6), [0, 1, 2, 3, 4], 10000.0, "x (T=5, D=6), positions [0, 1, 2, 3, 4]"),
+        ((2, 5, 6), [0, 1, 4, 9, 12], 10000.0, "x (B=2, T=5, D=6), positions [0, 1, 4, 9, 12]"),
+        ((2, 3, 4, 8), [0, 2, 5, 7], 10000.0, "x (B=2, H=3, T=4, D=8), positions [0, 2, 5, 7]"),
+        ((3, 4, 10), [0, 3, 1, 20], 100.0, "x (3, T=4, D=10), positions [0, 3, 1, 20], base=100.0"),
+    ]
+    rotate = ("each pair (a, b) = (x[..., 2i], x[..., 2i + 1]) becomes (a cos t - b sin t, "
+              "a sin t + b cos t) with t = positions * base^(-2i/D)")
+    for shape, pos, base, case in cases:
+        x = torch.randn(*shape, generator=gen)
+        positions = torch.tensor(pos)
+        kwargs = {} if base == 10000.0 else {"base": base}
+        crash = ("slice the last axis with x[..., 0::2] and x[..., 1::2] (the ... keeps any "
+                 "leading axes), and build the angles (T, D/2) as positions[:, None] * "
+                 "freqs[None, :] so they broadcast against those (..., T, D/2) slices")
+        given = x.clone()
+        result = c.call(given, positions, case=case, crash_hint=crash, **kwargs)
+        if not torch.equal(given, x):
+            c.fail("your function changed its input x in place", case=case,
+                   hint="build a new tensor (torch.stack or torch.empty_like) instead of "
+                        "assigning into x: the caller still needs the unrotated x")
+        if result is None:
+            c.fail("your function returned None", case=case, hint="return the rotated tensor")
+        got = c.array(result, "the result", case).astype(np.float64)
+        c.shape(got, shape, "the result", case, hint="the result has the same shape as x")
+        c.finite(got, "the result", case, hint=rotate)
+
+        def fail(what, expected, shown, hint):
+            __tracebackhide__ = True
+            c.fail(what, case=case, expected=expected, got=shown,
+                   hint=rope_hint(x, positions, got, base) or hint)
+
+        want = ref.apply_rope(x, positions, base).double().numpy()
+        zero = pos.index(0)
+        if not _close(got[..., zero, :], x.numpy()[..., zero, :], atol=1e-5):
+            fail("the vector at position 0 moved", x.numpy()[..., zero, :], got[..., zero, :],
+                 "at position 0 every angle is 0 and the rotation is the identity")
+        c.ok()
+        if not _close(np.linalg.norm(got, axis=-1), np.linalg.norm(x.numpy(), axis=-1), atol=1e-4):
+            fail("the vectors changed length", np.linalg.norm(x.numpy(), axis=-1),
+                 np.linalg.norm(got, axis=-1), "a rotation keeps every vector's length; " + rotate)
+        c.ok()
+        if not _close(got, want, atol=1e-5):
+            fail("the result is not right", want, got, rotate)
+        c.ok()
+    c.done()

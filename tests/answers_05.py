@@ -1,0 +1,105 @@
+"""Answers to lesson 05's exercises (positions), for testing the graders."""
+from answers import Wrong
+
+REFERENCE = {
+    "sinusoidal_positions": """\
+from course_lib.positions import sinusoidal_positions as reference
+return reference(T, d_model)""",
+    "apply_rope": """\
+from course_lib.positions import apply_rope as reference
+return reference(x, positions, base)""",
+}
+
+
+def _table(angles, fill):
+    """A sinusoidal body: `angles` is the (T, d_model / 2) expression, `fill` the assignment lines."""
+    return f"""\
+pos = torch.arange(T)[:, None].float()
+two_i = torch.arange(0, d_model, 2).float()
+angles = {angles}
+pe = torch.zeros(T, d_model)
+{fill}
+return pe"""
+
+
+INTERLEAVED = "pe[:, 0::2] = torch.sin(angles)\npe[:, 1::2] = torch.cos(angles)"
+
+
+def _rope(a_new="a * cos - b * sin", b_new="a * sin + b * cos", angles="positions[:, None] * freqs",
+          freqs="base ** (-torch.arange(0, D, 2) / D)", pairs="x[..., 0::2], x[..., 1::2]"):
+    """An apply_rope body with one piece swapped for a mistake."""
+    return f"""\
+D = x.shape[-1]
+freqs = {freqs}
+angles = {angles}
+cos, sin = torch.cos(angles), torch.sin(angles)
+a, b = {pairs}
+return torch.stack([{a_new}, {b_new}], dim=-1).flatten(-2)"""
+
+
+WRONG = [
+    # 05 sinusoidal_positions
+    Wrong("sinusoidal_positions", "sin and cos swapped",
+          _table("pos / 10000 ** (two_i / d_model)",
+                 "pe[:, 0::2] = torch.cos(angles)\npe[:, 1::2] = torch.sin(angles)"),
+          "sin and cos are swapped", inject=True),
+    Wrong("sinusoidal_positions", "exponent i instead of 2i",
+          _table("pos / 10000 ** (torch.arange(d_model // 2).float() / d_model)", INTERLEAVED),
+          "you used i/d_model"),
+    Wrong("sinusoidal_positions", "column index in the exponent", """\
+pos = torch.arange(T)[:, None].float()
+j = torch.arange(d_model).float()
+angles = pos / 10000 ** (j / d_model)
+return torch.where(torch.arange(d_model) % 2 == 0, torch.sin(angles), torch.cos(angles))""",
+          "both columns of a pair share one frequency"),
+    Wrong("sinusoidal_positions", "divides the exponent by T",
+          _table("pos / 10000 ** (two_i / T)", INTERLEAVED), "not by T, the number of positions"),
+    Wrong("sinusoidal_positions", "sines then cosines",
+          _table("pos / 10000 ** (two_i / d_model)",
+                 "pe = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)"),
+          "interleave the columns"),
+    Wrong("sinusoidal_positions", "multiplies instead of dividing",
+          _table("pos * 10000 ** (two_i / d_model)", INTERLEAVED), "you multiplied by it"),
+    Wrong("sinusoidal_positions", "floor division in the exponent",
+          _table("pos / 10000 ** (two_i // d_model)", INTERLEAVED), "not floor division (//)"),
+    Wrong("sinusoidal_positions", "transposed", """\
+from course_lib.positions import sinusoidal_positions as reference
+return reference(T, d_model).T""",
+          "one row per position"),
+    # 05 apply_rope
+    Wrong("apply_rope", "rotates the halves", """\
+D = x.shape[-1]
+angles = positions[:, None] * base ** (-torch.arange(0, D, 2) / D)
+cos, sin = torch.cos(angles), torch.sin(angles)
+a, b = x[..., : D // 2], x[..., D // 2:]
+return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)""",
+          "this lesson pairs dimension 2i with 2i + 1", inject=True),
+    Wrong("apply_rope", "same rotation at every position", _rope(angles="freqs.expand(len(positions), -1)"),
+          "the angle must be proportional to the position"),
+    Wrong("apply_rope", "wrong direction", _rope(a_new="a * cos + b * sin", b_new="-a * sin + b * cos"),
+          "you rotated the wrong way"),
+    Wrong("apply_rope", "second dimension not rotated", _rope(b_new="b"),
+          "both dimensions of a pair turn"),
+    Wrong("apply_rope", "first dimension not rotated", _rope(a_new="a"),
+          "both dimensions of a pair turn"),
+    Wrong("apply_rope", "drops the a sin term", _rope(b_new="b * cos"),
+          "both dimensions of a pair turn"),
+    Wrong("apply_rope", "exponent i instead of 2i", _rope(freqs="base ** (-torch.arange(D // 2) / D)"),
+          "you used base^(-i/D)"),
+    Wrong("apply_rope", "arange instead of positions",
+          _rope(angles="torch.arange(x.shape[-2])[:, None] * freqs"),
+          "rotate by the positions you are given"),
+    Wrong("apply_rope", "slices axis 1, not the last", _rope(pairs="x[:, 0::2], x[:, 1::2]"),
+          "x[..., 0::2] and x[..., 1::2]"),
+    Wrong("apply_rope", "ignores base", _rope(freqs="10000.0 ** (-torch.arange(0, D, 2) / D)"),
+          "use the `base` argument"),
+    Wrong("apply_rope", "rotates x in place", """\
+D = x.shape[-1]
+angles = positions[:, None] * base ** (-torch.arange(0, D, 2) / D)
+cos, sin = torch.cos(angles), torch.sin(angles)
+a, b = x[..., 0::2].clone(), x[..., 1::2].clone()
+x[..., 0::2] = a * cos - b * sin
+x[..., 1::2] = a * sin + b * cos
+return x""",
+          "changed its input x in place"),
+]
