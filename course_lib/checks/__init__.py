@@ -6,6 +6,15 @@ and raises AssertionError with feedback a learner can act on, or prints one line
 from course_lib.checks.lesson00 import check_next_token_targets
 from course_lib.checks.lesson01 import check_attention, check_attention_steps, check_softmax
 from course_lib.checks.lesson02 import check_causal_mask, check_masked_attention
+from course_lib.checks.lesson03 import check_merge_heads, check_multi_head_attention, check_split_heads
+from course_lib.checks.lesson04 import check_block_forward, check_count_params
+from course_lib.checks.lesson05 import check_apply_rope, check_sinusoidal_positions
 
-__all__ = ["check_next_token_targets", "check_softmax", "check_attention",
-           "check_attention_steps", "check_causal_mask", "check_masked_attention"]
+__all__ = [
+    "check_next_token_targets",
+    "check_softmax", "check_attention", "check_attention_steps",
+    "check_causal_mask", "check_masked_attention",
+    "check_split_heads", "check_merge_heads", "check_multi_head_attention",
+    "check_block_forward", "check_count_params",
+    "check_sinusoidal_positions", "check_apply_rope",
+]
