@@ -178,6 +178,23 @@ def multi_head_attention(x, w_qkv, w_proj, n_heads, causal=True):
     return merge_heads(a) @ w_proj.T  # (B, T, C)
 
 
+def _fused_attention(q, k, v, causal):
+    """torch's fused attention, with the T queries taken as the last T of the S keys when causal.
+
+    Shapes: q (B, H, T, D), k and v (B, H, S, D) -> (B, H, T, D)
+    """
+    T, S = q.shape[-2], k.shape[-2]
+    if not causal:
+        return F.scaled_dot_product_attention(q, k, v)
+    if T == S:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    if T == 1:  # the newest position may see every key
+        return F.scaled_dot_product_attention(q, k, v)
+    # torch's is_causal aligns the mask top-left when T != S; ours is bottom-right.
+    allowed = torch.ones(T, S, dtype=torch.bool, device=q.device).tril(diagonal=S - T)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+
+
 class MultiHeadAttention(torch.nn.Module):
     """Multi-head self-attention with one fused q/k/v projection and an output projection.
 
@@ -195,10 +212,20 @@ class MultiHeadAttention(torch.nn.Module):
         self.qkv = torch.nn.Linear(d_model, 3 * d_model, bias=False)
         self.proj = torch.nn.Linear(d_model, d_model, bias=False)
 
-    def forward(self, x):
+    def forward(self, x, cache=None, layer=0):
+        """Attend over x, and with a KVCache also over the positions cached before it.
+
+        With a cache, x's T positions come after the cache's `length`: their keys and
+        values are stored in layer `layer` and each query sees every earlier position.
+        """
         q, k, v = self.qkv(x).chunk(3, dim=-1)  # each (B, T, C)
         q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # each (B, H, T, D)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        if cache is not None:
+            if not self.causal:
+                raise ValueError("a KV cache needs causal attention: without the mask, earlier "
+                                 "positions would have to see tokens that do not exist yet")
+            k, v = cache.update(layer, k, v)  # each (B, H, S, D), S = cached + T
+        a = _fused_attention(q, k, v, self.causal)  # (B, H, T, D)
         return self.proj(merge_heads(a))  # (B, T, C)
 
     def attention_weights(self, x):

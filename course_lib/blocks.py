@@ -49,10 +49,11 @@ class Block(nn.Module):
         self.mlp = MLP(d_model)
         self.residual = residual
 
-    def forward(self, x):
+    def forward(self, x, cache=None, layer=0):
+        """With a KVCache, attention also reads the cached positions (see MultiHeadAttention)."""
         if not self.residual:
-            return self.mlp(self.norm2(self.attn(self.norm1(x))))
-        x = x + self.attn(self.norm1(x))
+            return self.mlp(self.norm2(self.attn(self.norm1(x), cache, layer)))
+        x = x + self.attn(self.norm1(x), cache, layer)
         return x + self.mlp(self.norm2(x))
 
     def writes(self, x):

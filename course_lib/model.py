@@ -60,8 +60,11 @@ class TinyLM(nn.Module):
         self.head.weight = self.tok_emb.weight  # weight tying: one (V, C) matrix in and out
         self.apply(_init_weights)
 
-    def check_input(self, idx):
-        """Raise a ValueError/TypeError that says how to fix idx, unless it is a valid (B, T) batch."""
+    def check_input(self, idx, start=0):
+        """Raise a ValueError/TypeError that says how to fix idx, unless it is a valid (B, T) batch.
+
+        `start` is the position of idx's first token (the length of a KV cache before it).
+        """
         if not isinstance(idx, torch.Tensor):
             raise TypeError(f"TinyLM expects a torch.Tensor of token ids, got {type(idx).__name__}")
         if idx.dtype not in (torch.int64, torch.int32):
@@ -72,29 +75,44 @@ class TinyLM(nn.Module):
         T, max_len = idx.shape[1], self.config.max_len
         if T == 0:
             raise ValueError("the input has no tokens (T = 0); give the model at least one")
-        if T > max_len:
+        if start + T > max_len and start == 0:
             raise ValueError(f"sequence of length {T} is longer than max_len={max_len}, the size "
                              f"of the position table; keep the last {max_len} tokens "
                              f"(idx[:, -{max_len}:]) or build a model with a larger max_len")
+        if start + T > max_len:
+            raise ValueError(f"the KV cache holds {start} positions, and {T} more would pass "
+                             f"max_len={max_len}, the size of the position table; start again "
+                             f"from the last tokens with an empty cache")
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= self.config.vocab_size:
             bad = lo if lo < 0 else hi
             raise ValueError(f"token id {bad} is outside the vocabulary [0, "
                              f"{self.config.vocab_size}); check the tokenizer that made these ids")
 
-    def embed(self, idx):
+    def embed(self, idx, start=0):
         """The start of the residual stream: token embedding plus position embedding.
 
-        Shapes: idx (B, T) -> (B, T, C)
+        Shapes: idx (B, T) -> (B, T, C), for positions start .. start + T - 1
         """
-        positions = torch.arange(idx.shape[1], device=idx.device)
+        positions = torch.arange(start, start + idx.shape[1], device=idx.device)
         return self.tok_emb(idx) + self.pos_emb(positions)  # (B, T, C)
 
-    def forward(self, idx):
-        self.check_input(idx)
-        x = self.embed(idx)  # (B, T, C)
-        for block in self.blocks:
-            x = block(x)
+    def forward(self, idx, cache=None):
+        """Logits for every position of idx.
+
+        With a KVCache (course_lib.kv_cache), idx continues the cached tokens: its keys
+        and values are added to the cache, and its positions start at cache.length.
+        """
+        start = 0 if cache is None else cache.length
+        self.check_input(idx, start)
+        if cache is not None and cache.keys.shape[1] != idx.shape[0]:
+            raise ValueError(f"the cache was made for {cache.keys.shape[1]} sequences, "
+                             f"the input has {idx.shape[0]}")
+        x = self.embed(idx, start)  # (B, T, C)
+        for i, block in enumerate(self.blocks):
+            x = block(x, cache, i)
+        if cache is not None:
+            cache.advance(idx.shape[1])
         return self.head(self.norm(x))  # (B, T, V)
 
     def residual_writes(self, idx):
