@@ -13,7 +13,8 @@ def generate(model, idx, n_new, temperature=1.0, top_k=None, use_cache=True, gen
     use_cache=True runs the prompt once (prefill), then one token per step (decode)
     over a KVCache. Both give the same tokens. A prefix longer than max_len is cut to
     its last max_len tokens, in both: once the cache is full, each step reruns that
-    window, as the uncached path does.
+    window, as the uncached path does. A model built with causal=False cannot keep a
+    cache (earlier positions would change with every new token), so it always reruns.
 
     Shapes: idx (B, T) -> (B, T + n_new)
     """
@@ -27,7 +28,7 @@ def generate(model, idx, n_new, temperature=1.0, top_k=None, use_cache=True, gen
     was_training = model.training
     model.eval()
     try:
-        run = _cached if use_cache else _uncached
+        run = _cached if use_cache and model.config.causal else _uncached
         return run(model, idx, n_new, lambda logits: pick(logits, temperature, top_k, generator))
     finally:
         model.train(was_training)

@@ -116,3 +116,10 @@ def test_generate_restores_training_mode_and_checks_arguments():
     assert model.training
     with pytest.raises(ValueError, match="n_new must be >= 0"):
         generate(model, random_ids(1, 3), -1)
+
+
+def test_a_model_without_the_mask_generates_without_a_cache():
+    model = tiny_model(causal=False)
+    prompt = random_ids(1, 4)
+    assert torch.equal(generate(model, prompt, 5, temperature=0, use_cache=True),
+                       generate(model, prompt, 5, temperature=0, use_cache=False))
