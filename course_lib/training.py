@@ -1,11 +1,23 @@
-"""Training TinyLM: next-token cross-entropy over every position at once."""
+"""Training TinyLM: next-token cross-entropy over every position at once.
+
+The small pieces (next_token_loss, train_step, evaluate, fit) are what lessons 02-04 use.
+`train` is the full loop: learning-rate schedule, gradient clipping, evaluation,
+checkpoints that resume bit for bit, mixed precision on CUDA and DistributedDataParallel.
+"""
+import contextlib
 import math
+import numbers
+import time
+from dataclasses import asdict, dataclass, field
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from course_lib import checkpoint as ckpt
 from course_lib.data import get_batch, split_inputs_targets
+from course_lib.model import ModelConfig
 
 
 def next_token_loss(logits, targets):
@@ -56,3 +68,288 @@ def fit(model, ids, *, steps, batch_size, block_size, lr=3e-4, seed=0, progress=
         losses.append(loss)
         bar.set_postfix(loss=f"{loss:.3f}")
     return losses
+
+
+# ---------------------------------------------------------------------------
+# A full training run: schedule, clipping, evaluation, checkpoints, DDP
+# ---------------------------------------------------------------------------
+
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything about a training run except the model's shape.
+
+    Steps count optimiser updates: "step s" is the state after s updates.
+    """
+    steps: int = 300
+    batch_size: int = 32
+    block_size: int = 256
+    lr: float = 3e-4          # AdamW peak learning rate
+    warmup_steps: int = 30    # linear warm-up, then cosine decay to lr * min_lr_ratio
+    min_lr_ratio: float = 0.1
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0    # max global gradient norm; 0 turns clipping off
+    eval_every: int = 50      # validation loss on fixed batches every eval_every steps and at the end
+    eval_batches: int = 8
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size", "block_size", "eval_every", "eval_batches"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"TrainConfig.{name} must be a positive integer, got {value!r}")
+        for name in ("warmup_steps", "seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise ValueError(f"TrainConfig.{name} must be an integer >= 0, got {value!r}")
+        if not self.warmup_steps < self.steps:
+            raise ValueError(f"TrainConfig.warmup_steps={self.warmup_steps} must be smaller than "
+                             f"steps={self.steps}, or the learning rate never reaches its peak; "
+                             f"use fewer warm-up steps (about 10% of steps is typical)")
+        for name in ("lr", "min_lr_ratio", "weight_decay", "grad_clip"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise ValueError(f"TrainConfig.{name} must be a finite number, got {value!r}")
+        if not self.lr > 0:
+            raise ValueError(f"TrainConfig.lr must be > 0, got {self.lr}; 3e-4 to 1e-3 is typical")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"TrainConfig.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+        if self.weight_decay < 0:
+            raise ValueError(f"TrainConfig.weight_decay must be >= 0, got {self.weight_decay}")
+        if self.grad_clip < 0:
+            raise ValueError(f"TrainConfig.grad_clip must be >= 0 (0 = no clipping), got {self.grad_clip}")
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Target tokens in one batch (per process under DDP)."""
+        return self.batch_size * self.block_size
+
+
+PRESETS = {
+    # The full run, for one GPU: about 3.2M parameters, 8192 tokens a step (untimed on a GPU
+    # so far; raise --steps if it finishes in well under a few minutes).
+    "gpu": (ModelConfig(vocab_size=256, max_len=256, d_model=256, n_heads=4, n_layers=4),
+            TrainConfig(steps=2000, batch_size=32, block_size=256, lr=3e-4, warmup_steps=100,
+                        eval_every=200, eval_batches=16)),
+    # A laptop-CPU run: about 0.8M parameters, 2048 tokens a step. 300 steps take about
+    # 80 s of one core and reach a validation loss of about 2.49 (ln 256 = 5.55 untrained).
+    "cpu": (ModelConfig(vocab_size=256, max_len=128, d_model=128, n_heads=4, n_layers=4),
+            TrainConfig(steps=300, batch_size=16, block_size=128, lr=2e-3, warmup_steps=20,
+                        eval_every=50, eval_batches=8)),
+    # Tests and smoke runs only: trains in well under a second; learns little.
+    "tiny": (ModelConfig(vocab_size=256, max_len=16, d_model=32, n_heads=4, n_layers=2),
+             TrainConfig(steps=20, batch_size=4, block_size=16, lr=3e-3, warmup_steps=2,
+                         eval_every=5, eval_batches=2)),
+}
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """The learning rate of the update that takes the model from step `step` to `step + 1`.
+
+    Linear warm-up from lr / warmup_steps to lr over the first warmup_steps updates, then
+    a half cosine from lr down to lr * min_lr_ratio, reached at the last update
+    (step = cfg.steps - 1). Steps past the end keep the final value.
+    """
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
+        raise ValueError(f"step must be an integer >= 0, got {step!r}")
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    span = max(1, cfg.steps - 1 - cfg.warmup_steps)
+    progress = min(1.0, (step - cfg.warmup_steps) / span)  # 0 at the peak, 1 at the last update
+    floor = cfg.lr * cfg.min_lr_ratio
+    return floor + (cfg.lr - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+@dataclass
+class History:
+    """What a run recorded. Step s is the state after s updates (s = 1 .. steps).
+
+    losses[i] is the training loss of the batch of update steps[i] (under DDP: the mean over
+    processes). val_losses[j] is the validation loss at eval_steps[j]; step 0 is the model
+    before training.
+    """
+    steps: list = field(default_factory=list)
+    losses: list = field(default_factory=list)
+    eval_steps: list = field(default_factory=list)
+    val_losses: list = field(default_factory=list)
+    tokens_per_second: float = 0.0   # all processes together, excluding evaluation and saving
+    device: str = "cpu"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d) -> "History":
+        return cls(steps=[int(s) for s in d["steps"]], losses=[float(x) for x in d["losses"]],
+                   eval_steps=[int(s) for s in d["eval_steps"]],
+                   val_losses=[float(x) for x in d["val_losses"]],
+                   tokens_per_second=float(d.get("tokens_per_second", 0.0)),
+                   device=str(d.get("device", "cpu")))
+
+
+def configure_optimizer(model, cfg: TrainConfig):
+    """AdamW with weight decay on the 2-D weight matrices (and embeddings) only.
+
+    Biases and LayerNorm gains/shifts are 1-D; decaying them towards 0 only hurts.
+    """
+    params = list(model.parameters())  # tied weights appear once
+    decay = [p for p in params if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for p in params if p.requires_grad and p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr_at(0, cfg), betas=(0.9, 0.95))
+
+
+def _dist_info():
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _unwrap(model):
+    return model.module if hasattr(model, "module") else model
+
+
+def _autocast(device):
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+@torch.no_grad()
+def _validation_loss(model, val_ids, cfg, device):
+    """Mean loss on cfg.eval_batches fixed windows of val_ids (the same windows every time)."""
+    was_training = model.training
+    model.eval()
+    gen = torch.Generator().manual_seed(cfg.seed + 12345)
+    total = 0.0
+    for _ in range(cfg.eval_batches):
+        batch = get_batch(val_ids, cfg.batch_size, cfg.block_size, gen).to(device)
+        inputs, targets = split_inputs_targets(batch)
+        with _autocast(device):
+            logits = model(inputs)
+        total += next_token_loss(logits.float(), targets).item()
+    model.train(was_training)
+    return total / cfg.eval_batches
+
+
+def _check_ids_for(ids, name, cfg, model):
+    if not isinstance(ids, torch.Tensor) or ids.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D tensor of token ids, got "
+                         f"{type(ids).__name__} {tuple(getattr(ids, 'shape', ()))}")
+    if ids.numel() < cfg.block_size + 1:
+        raise ValueError(f"{name} has {ids.numel()} ids but a window needs block_size + 1 = "
+                         f"{cfg.block_size + 1}; use a longer text or a smaller block_size")
+    max_len = _unwrap(model).config.max_len
+    if cfg.block_size > max_len:
+        raise ValueError(f"block_size={cfg.block_size} is longer than the model's max_len={max_len}; "
+                         f"use block_size <= {max_len} or a model with a larger max_len")
+
+
+def train(model, train_ids, val_ids, cfg: TrainConfig, *, device=None, checkpoint_path=None,
+          resume=False, progress=True) -> History:
+    """Train `model` on random windows of train_ids; return the History.
+
+    AdamW (decay on 2-D weights), warm-up + cosine learning rate (lr_at), gradient clipping,
+    batches drawn by a torch.Generator seeded with cfg.seed (+ rank under DDP), bf16 autocast
+    on CUDA when supported. The validation loss on fixed windows of val_ids is measured at
+    step 0, every cfg.eval_every steps and at the end. With checkpoint_path the run is saved
+    atomically at every evaluation after step 0 and at the end; resume=True continues from
+    that file (same batches, same numbers as a run that was never stopped).
+
+    Under torch.distributed pass the DDP-wrapped model: every process draws its own batches,
+    only rank 0 writes the checkpoint and shows progress.
+    """
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
+    _check_ids_for(train_ids, "train_ids", cfg, model)
+    _check_ids_for(val_ids, "val_ids", cfg, model)
+    if resume and checkpoint_path is None:
+        raise ValueError("resume=True needs checkpoint_path, the file to continue from")
+    rank, world = _dist_info()
+    inner = _unwrap(model)
+    device = torch.device(device) if device is not None else next(inner.parameters()).device
+    if next(inner.parameters()).device != device:
+        inner.to(device)
+
+    opt = configure_optimizer(model, cfg)
+    gen = torch.Generator().manual_seed(cfg.seed + rank)
+    history = History(device=str(device))
+    start = 0
+    if resume:
+        state = ckpt.load_checkpoint(checkpoint_path, inner, opt, map_location="cpu")
+        start = int(state["step"])
+        rank_states = state.get("rank_generator_states") or [state["generator_state"]]
+        if len(rank_states) != world:
+            raise ValueError(f"the checkpoint was written by a run of {len(rank_states)} processes; "
+                             f"resume it with the same number (now {world})")
+        gen.set_state(rank_states[rank])
+        if state.get("torch_rng_state") is not None:
+            torch.set_rng_state(state["torch_rng_state"])
+        if state.get("history"):
+            history = History.from_dict(state["history"])
+            history.device = str(device)
+
+    def save(step):
+        states = [gen.get_state()]
+        if world > 1:
+            states = [None] * world
+            dist.all_gather_object(states, gen.get_state())
+        if rank == 0:
+            ckpt.save_checkpoint(checkpoint_path, inner, opt, step=step, train_config=cfg,
+                            generator=gen, history=history, rank_generator_states=states)
+
+    def record_eval(step):
+        history.eval_steps.append(step)
+        history.val_losses.append(_validation_loss(inner, val_ids, cfg, device))
+
+    model.train()
+    if start == 0 and not history.eval_steps:
+        record_eval(0)
+    bar = tqdm(total=cfg.steps, initial=start, disable=(not progress) or rank != 0,
+               desc="training", dynamic_ncols=True)
+    tokens_per_update = cfg.tokens_per_step * world
+    train_time, n_timed = 0.0, 0
+    try:
+        for step in range(start, cfg.steps):
+            t0 = time.perf_counter()
+            lr = lr_at(step, cfg)
+            for group in opt.param_groups:
+                group["lr"] = lr
+            batch = get_batch(train_ids, cfg.batch_size, cfg.block_size, gen).to(device)
+            inputs, targets = split_inputs_targets(batch)
+            with _autocast(device):
+                logits = model(inputs)
+            loss = next_token_loss(logits.float(), targets)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            loss = loss.detach()
+            if world > 1:
+                dist.all_reduce(loss)
+                loss = loss / world
+            value = loss.item()  # also waits for the GPU, so the timing below is honest
+            train_time += time.perf_counter() - t0
+            n_timed += 1
+            done = step + 1
+            if not math.isfinite(value):
+                raise FloatingPointError(f"the training loss became {value} at step {done} "
+                                         f"(learning rate {lr:.3g}); lower TrainConfig.lr "
+                                         f"(now {cfg.lr}) or check the data")
+            history.steps.append(done)
+            history.losses.append(value)
+            history.tokens_per_second = n_timed * tokens_per_update / train_time
+            bar.update(1)
+            bar.set_postfix(loss=f"{value:.3f}", tok_s=f"{history.tokens_per_second:,.0f}")
+            if done % cfg.eval_every == 0 or done == cfg.steps:
+                record_eval(done)
+                if checkpoint_path is not None:
+                    save(done)
+    finally:
+        bar.close()
+    if checkpoint_path is not None and start == cfg.steps:
+        save(start)
+    return history

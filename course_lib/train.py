@@ -1,0 +1,117 @@
+"""Train TinyLM from the command line, on one device or several with torchrun.
+
+    python -m course_lib.train --data data/shakespeare.txt --preset cpu
+    python -m course_lib.train --data data/shakespeare.txt --preset gpu --steps 5000 --out runs/
+    python -m course_lib.train --data data/shakespeare.txt --preset cpu --out runs/ --resume
+    torchrun --nproc_per_node=2 --standalone -m course_lib.train --data data/shakespeare.txt --preset gpu
+
+Presets (course_lib.training.PRESETS): "gpu" (the full run), "cpu" (about a minute on a
+laptop CPU) and "tiny" (for tests and smoke runs only). The checkpoint goes to
+OUT/tinylm.pt; --slim drops the optimizer state at the end (a file about three times
+smaller that can be loaded but not resumed).
+"""
+import argparse
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from course_lib.checkpoint import CheckpointError, load_checkpoint, parameter_checksum, save_checkpoint
+from course_lib.data import encode, load_corpus, train_val_split
+from course_lib.device import pick_device
+from course_lib.model import TinyLM
+from course_lib.training import PRESETS, train
+
+CHECKPOINT_NAME = "tinylm.pt"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python -m course_lib.train", description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True, help="a UTF-8 text file to train on")
+    p.add_argument("--preset", required=True, choices=sorted(PRESETS),
+                   help="model size and run settings (see course_lib.training.PRESETS)")
+    p.add_argument("--steps", type=int, help="number of optimiser steps (default: the preset's)")
+    p.add_argument("--out", default=".", help=f"folder for {CHECKPOINT_NAME} (default: here)")
+    p.add_argument("--resume", action="store_true", help=f"continue from OUT/{CHECKPOINT_NAME}")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--slim", action="store_true",
+                   help="at the end, keep only the weights in the checkpoint (cannot be resumed)")
+    p.add_argument("--seed", type=int, help="seed for the initial weights and the batches")
+    return p.parse_args(argv)
+
+
+def _setup_distributed():
+    """Under torchrun: join the process group and pick this process's device."""
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        return pick_device(verbose=False), False
+    if torch.cuda.is_available():
+        local = int(os.environ.get("LOCAL_RANK", 0))
+        device = torch.device("cuda", local)
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl", device_id=device)
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group("gloo")
+    return device, True
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    model_cfg, cfg = PRESETS[args.preset]
+    try:
+        if args.steps is not None:
+            cfg = replace(cfg, steps=args.steps, warmup_steps=min(cfg.warmup_steps, args.steps - 1),
+                          eval_every=min(cfg.eval_every, args.steps))
+        if args.seed is not None:
+            cfg = replace(cfg, seed=args.seed)
+        text = load_corpus(args.data)
+        train_ids, val_ids = train_val_split(encode(text))
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    out = Path(args.out) / CHECKPOINT_NAME
+    if args.resume and not out.is_file():
+        print(f"error: --resume needs {out}, which does not exist; run once without --resume "
+              f"(or point --out at the folder holding {CHECKPOINT_NAME})", file=sys.stderr)
+        return 2
+
+    device, distributed = _setup_distributed()
+    try:
+        rank = dist.get_rank() if distributed else 0
+        torch.manual_seed(cfg.seed)  # same initial weights on every process
+        model = TinyLM(model_cfg).to(device)
+        if rank == 0:
+            n = sum(p.numel() for p in model.parameters())
+            world = dist.get_world_size() if distributed else 1
+            print(f"preset {args.preset}: {n:,} parameters, {cfg.steps} steps of "
+                  f"{cfg.batch_size} x {cfg.block_size} tokens on {world} x {device.type}")
+        wrapped = model
+        if distributed:
+            wrapped = torch.nn.parallel.DistributedDataParallel(
+                model, device_ids=[device.index] if device.type == "cuda" else None)
+        try:
+            history = train(wrapped, train_ids, val_ids, cfg, device=device, checkpoint_path=out,
+                            resume=args.resume, progress=not args.no_progress)
+        except (CheckpointError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        print(f"rank {rank} parameter checksum {parameter_checksum(model)}")
+        if rank == 0:
+            if args.slim:
+                state = load_checkpoint(out)
+                save_checkpoint(out, model, None, step=state["step"], train_config=state["train_config"],
+                                history=state["history"])
+            print(f"final validation loss {history.val_losses[-1]:.4f} at step {history.eval_steps[-1]}")
+            print(f"{history.tokens_per_second:,.0f} tokens/s on {history.device}")
+            print(f"checkpoint written to {out}")
+    finally:
+        if distributed:
+            dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
