@@ -9,6 +9,8 @@ from course_lib.checks.lesson02 import check_causal_mask, check_masked_attention
 from course_lib.checks.lesson03 import check_merge_heads, check_multi_head_attention, check_split_heads
 from course_lib.checks.lesson04 import check_block_forward, check_count_params
 from course_lib.checks.lesson05 import check_apply_rope, check_sinusoidal_positions
+from course_lib.checks.lesson06 import check_train_step
+from course_lib.checks.lesson07 import check_cached_attention_step
 
 __all__ = [
     "check_next_token_targets",
@@ -17,4 +19,6 @@ __all__ = [
     "check_split_heads", "check_merge_heads", "check_multi_head_attention",
     "check_block_forward", "check_count_params",
     "check_sinusoidal_positions", "check_apply_rope",
+    "check_train_step",
+    "check_cached_attention_step",
 ]
