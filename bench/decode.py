@@ -9,6 +9,7 @@ second of one pass over a max_len prompt, filling the cache.
 """
 import argparse
 import json
+import os
 import platform
 import time
 
@@ -63,6 +64,7 @@ def main(argv=None):
                              tokens_per_second=round(long_prompt.numel() / prefill, 1)))
     print(json.dumps(dict(
         machine=dict(device=str(device), processor=platform.processor() or platform.machine(),
+                     logical_cpus=os.cpu_count(),
                      torch=torch.__version__, threads=torch.get_num_threads()),
         model=dict(d_model=config.d_model, n_layers=config.n_layers, n_heads=config.n_heads,
                    max_len=config.max_len, prompt=args.prompt,

@@ -23,6 +23,7 @@ is measured too and MFU uses the precision training ran in. MFU = achieved / pea
 """
 import json
 import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -122,6 +123,7 @@ def main():
             "timed_steps": steps,
         }
     print(json.dumps({
+        "machine": f"{platform.machine()}, {os.cpu_count()} logical CPUs",
         "device": str(device) + (f" ({torch.cuda.get_device_name(device)})" if on_cuda else ""),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
