@@ -40,15 +40,23 @@ def train_step(model, opt, batch):
 
 @torch.no_grad()
 def evaluate(model, ids, *, batch_size, block_size, n_batches=4, seed=0):
-    """Mean next-token loss on `n_batches` fixed random windows of `ids`."""
+    """Mean next-token loss on `n_batches` fixed random windows of `ids` (the same for a given seed).
+
+    Runs on the model's device, in eval mode, and leaves the model in the mode it was in.
+    """
+    device = next(model.parameters()).device
+    was_training = model.training
     model.eval()
     gen = torch.Generator().manual_seed(seed)
-    losses = []
+    total = 0.0
     for _ in range(n_batches):
-        inputs, targets = split_inputs_targets(get_batch(ids, batch_size, block_size, gen))
-        losses.append(next_token_loss(model(inputs), targets).item())
-    model.train()
-    return sum(losses) / len(losses)
+        batch = get_batch(ids, batch_size, block_size, gen).to(device)
+        inputs, targets = split_inputs_targets(batch)
+        with _autocast(device):
+            logits = model(inputs)
+        total += next_token_loss(logits.float(), targets).item()
+    model.train(was_training)
+    return total / n_batches
 
 
 def fit(model, ids, *, steps, batch_size, block_size, lr=3e-4, seed=0, progress=True):
@@ -217,23 +225,6 @@ def _autocast(device):
     return contextlib.nullcontext()
 
 
-@torch.no_grad()
-def _validation_loss(model, val_ids, cfg, device):
-    """Mean loss on cfg.eval_batches fixed windows of val_ids (the same windows every time)."""
-    was_training = model.training
-    model.eval()
-    gen = torch.Generator().manual_seed(cfg.seed + 12345)
-    total = 0.0
-    for _ in range(cfg.eval_batches):
-        batch = get_batch(val_ids, cfg.batch_size, cfg.block_size, gen).to(device)
-        inputs, targets = split_inputs_targets(batch)
-        with _autocast(device):
-            logits = model(inputs)
-        total += next_token_loss(logits.float(), targets).item()
-    model.train(was_training)
-    return total / cfg.eval_batches
-
-
 def _check_ids_for(ids, name, cfg, model):
     if not isinstance(ids, torch.Tensor) or ids.ndim != 1:
         raise ValueError(f"{name} must be a 1-D tensor of token ids, got "
@@ -302,7 +293,9 @@ def train(model, train_ids, val_ids, cfg: TrainConfig, *, device=None, checkpoin
 
     def record_eval(step):
         history.eval_steps.append(step)
-        history.val_losses.append(_validation_loss(inner, val_ids, cfg, device))
+        history.val_losses.append(evaluate(inner, val_ids, batch_size=cfg.batch_size,
+                                           block_size=cfg.block_size, n_batches=cfg.eval_batches,
+                                           seed=cfg.seed + 12345))
 
     model.train()
     if start == 0 and not history.eval_steps:
