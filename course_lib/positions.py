@@ -19,17 +19,19 @@ def _positive_int(value, name):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def pair_frequencies(D, base=10000.0, device=None):
+def pair_frequencies(D, base=10000.0, device=None, dtype=torch.float32):
     """The angle per position of each pair of dimensions: base^(-2i/D) for i = 0 .. D/2 - 1.
 
-    Shapes: returns (D // 2,) float32
+    Computed in float64 and returned in `dtype`.
+
+    Shapes: returns (D // 2,)
     """
     _positive_int(D, "D")
     if D % 2:
         raise ValueError(f"the width must be even to split into pairs (2i, 2i + 1), got {D}; "
                          f"use an even width")
     exponents = torch.arange(0, D, 2, dtype=torch.float64, device=device) / D  # 2i / D
-    return (float(base) ** -exponents).float()
+    return (float(base) ** -exponents).to(dtype)
 
 
 def sinusoidal_positions(T, d_model):
@@ -45,7 +47,7 @@ def sinusoidal_positions(T, d_model):
         raise ValueError(f"d_model must be even: each sine column 2i is paired with a cosine "
                          f"column 2i + 1; got d_model={d_model}")
     pos = torch.arange(T, dtype=torch.float64)[:, None]                        # (T, 1)
-    angles = pos * pair_frequencies(d_model).double()[None, :]                 # (T, d_model / 2)
+    angles = pos * pair_frequencies(d_model, dtype=torch.float64)[None, :]   # (T, d_model / 2)
     pe = torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1)           # (T, d_model / 2, 2)
     return pe.reshape(T, d_model).float()                                      # (T, d_model): sin, cos, sin, ...
 
@@ -77,7 +79,7 @@ def apply_rope(x, positions, base=10000.0):
         raise ValueError(f"positions must have shape (T,) = ({T},), one per row of x, got shape "
                          f"{tuple(positions.shape)}")
     work = torch.promote_types(x.dtype, torch.float32)
-    freqs = pair_frequencies(D, base, device=x.device).to(work)                # (D / 2,)
+    freqs = pair_frequencies(D, base, device=x.device, dtype=work)             # (D / 2,)
     angles = positions.to(device=x.device, dtype=work)[:, None] * freqs        # (T, D / 2)
     cos, sin = torch.cos(angles), torch.sin(angles)
     even, odd = x.to(work)[..., 0::2], x.to(work)[..., 1::2]                   # each (..., T, D / 2)
