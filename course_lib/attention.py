@@ -15,6 +15,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from course_lib.positions import apply_rope
+
 
 def softmax(x, axis=-1):
     """Softmax along `axis`, stable for large inputs.
@@ -195,22 +197,64 @@ def _fused_attention(q, k, v, causal):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
 
 
+def repeat_kv(x, n_rep):
+    """Grouped-query attention's sharing: repeat each key/value head for n_rep query heads in turn.
+
+    Query head h reads key/value head h // n_rep: the copies of one head sit next to
+    each other (kv0, kv0, kv1, kv1, ... for n_rep = 2), as in Llama and Hugging Face.
+
+    Shapes: (B, Hkv, S, D) -> (B, Hkv * n_rep, S, D)
+    """
+    if n_rep == 1:
+        return x
+    B, H_kv, S, D = x.shape
+    return x[:, :, None].expand(B, H_kv, n_rep, S, D).reshape(B, H_kv * n_rep, S, D)
+
+
 class MultiHeadAttention(torch.nn.Module):
     """Multi-head self-attention with one fused q/k/v projection and an output projection.
 
     `causal=False` drops the mask; it exists only to show what goes wrong without it.
+    `n_kv_heads` < n_heads gives grouped-query attention: fewer key/value heads, each
+    shared by n_heads // n_kv_heads query heads (1 is multi-query attention).
+    `rope_base` rotates queries and keys by their positions (RoPE, lesson 05's
+    apply_rope) instead of relying on a position table. `bias` adds biases to both
+    projections, as GPT-2 has.
 
-    Shapes: (B, T, C) -> (B, T, C)
+    Shapes: (B, T, C) -> (B, T, C); the fused projection's weight is ((H + 2 Hkv) D, C)
     """
 
-    def __init__(self, d_model, n_heads, causal=True):
+    def __init__(self, d_model, n_heads, causal=True, *, n_kv_heads=None, rope_base=None,
+                 bias=False):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        self.n_heads = n_heads
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        if n_heads % n_kv_heads:
+            raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads}")
+        self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
         self.causal = causal
-        self.qkv = torch.nn.Linear(d_model, 3 * d_model, bias=False)
-        self.proj = torch.nn.Linear(d_model, d_model, bias=False)
+        self.rope_base = rope_base
+        d_head = d_model // n_heads
+        self.qkv = torch.nn.Linear(d_model, (n_heads + 2 * n_kv_heads) * d_head, bias=bias)
+        self.proj = torch.nn.Linear(d_model, d_model, bias=bias)
+
+    def project(self, x, start=0):
+        """Queries, keys and values of x, split into heads, rotated when the model uses RoPE.
+
+        `start` is the position of x's first row (the cache length while decoding).
+
+        Shapes: x (B, T, C) -> q (B, H, T, D), k and v (B, Hkv, T, D)
+        """
+        C = x.shape[-1]
+        kv_width = self.n_kv_heads * (C // self.n_heads)
+        q, k, v = self.qkv(x).split([C, kv_width, kv_width], dim=-1)  # (B, T, C), (B, T, Hkv D) x2
+        q = split_heads(q, self.n_heads)  # (B, H, T, D)
+        k, v = split_heads(k, self.n_kv_heads), split_heads(v, self.n_kv_heads)  # (B, Hkv, T, D)
+        if self.rope_base is not None:
+            positions = torch.arange(start, start + x.shape[1], device=x.device)
+            q, k = apply_rope(q, positions, self.rope_base), apply_rope(k, positions, self.rope_base)
+        return q, k, v
 
     def forward(self, x, cache=None, layer=0):
         """Attend over x, and with a KVCache also over the positions cached before it.
@@ -218,14 +262,14 @@ class MultiHeadAttention(torch.nn.Module):
         With a cache, x's T positions come after the cache's `length`: their keys and
         values are stored in layer `layer` and each query sees every earlier position.
         """
-        q, k, v = self.qkv(x).chunk(3, dim=-1)  # each (B, T, C)
-        q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # each (B, H, T, D)
+        if cache is not None and not self.causal:
+            raise ValueError("a KV cache needs causal attention: without the mask, earlier "
+                             "positions would have to see tokens that do not exist yet")
+        q, k, v = self.project(x, start=0 if cache is None else cache.length)
         if cache is not None:
-            if not self.causal:
-                raise ValueError("a KV cache needs causal attention: without the mask, earlier "
-                                 "positions would have to see tokens that do not exist yet")
-            k, v = cache.update(layer, k, v)  # each (B, H, S, D), S = cached + T
-        a = _fused_attention(q, k, v, self.causal)  # (B, H, T, D)
+            k, v = cache.update(layer, k, v)  # each (B, Hkv, S, D), S = cached + T
+        n_rep = self.n_heads // self.n_kv_heads
+        a = _fused_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), self.causal)  # (B, H, T, D)
         return self.proj(merge_heads(a))  # (B, T, C)
 
     def attention_weights(self, x):
@@ -236,8 +280,8 @@ class MultiHeadAttention(torch.nn.Module):
 
         Shapes: (B, T, C) -> (B, H, T, T)
         """
-        q, k, _ = self.qkv(x).chunk(3, dim=-1)  # each (B, T, C)
-        q, k = split_heads(q, self.n_heads), split_heads(k, self.n_heads)  # each (B, H, T, D)
+        q, k, _ = self.project(x)
+        k = repeat_kv(k, self.n_heads // self.n_kv_heads)  # (B, H, T, D)
         scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (B, H, T, T)
         if self.causal:
             T = x.shape[1]

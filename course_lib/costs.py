@@ -25,20 +25,42 @@ def _check_config(config):
 def param_breakdown(config):
     """TinyLM's parameters by part, as a dict of {part: count}; the counts sum to count_params.
 
-    Every block part (attention, MLP, norms) is summed over all layers.
+    Every block part (attention, MLP, norms) is summed over all layers. The default
+    (GPT-2-style) config gives the parts listed at the top of this module; the options
+    of lesson 08 and 10 (RMSNorm, SwiGLU, RoPE, grouped-query attention, an untied
+    head, attention biases, another MLP width) change the parts they touch.
     """
     _check_config(config)
-    C, L = config.d_model, config.n_layers
-    return {
-        "token embedding (V C)": config.vocab_size * C,
-        "position table (max_len C)": config.max_len * C,
-        "attention weights (4 C^2 per layer)": L * 4 * C * C,
-        "MLP weights (8 C^2 per layer)": L * 8 * C * C,
-        "MLP biases (5 C per layer)": L * 5 * C,
-        "block LayerNorms (4 C per layer)": L * 4 * C,
-        "final LayerNorm (2 C)": 2 * C,
-        "head (tied to the token embedding)": 0,
-    }
+    C, L, V, F = config.d_model, config.n_layers, config.vocab_size, config.ff_width
+    kv = config.kv_heads * config.d_head  # the width of the keys, and of the values
+    parts = {"token embedding (V C)": V * C}
+    if config.positions == "learned":
+        parts["position table (max_len C)"] = config.max_len * C
+    if kv == C:
+        parts["attention weights (4 C^2 per layer)"] = L * 4 * C * C
+    else:
+        parts["attention weights (2 C^2 + 2 C Hkv D per layer)"] = L * (2 * C * C + 2 * C * kv)
+    if config.attn_bias:
+        parts["attention biases (2 C + 2 Hkv D per layer)"] = L * (2 * C + 2 * kv)
+    if config.mlp == "swiglu":
+        parts["MLP weights (3 C d_ff per layer, SwiGLU)"] = L * 3 * C * F
+    elif F == 4 * C:
+        parts["MLP weights (8 C^2 per layer)"] = L * 8 * C * C
+        parts["MLP biases (5 C per layer)"] = L * 5 * C
+    else:
+        parts["MLP weights (2 C d_ff per layer)"] = L * 2 * C * F
+        parts["MLP biases (d_ff + C per layer)"] = L * (F + C)
+    if config.norm == "layernorm":
+        parts["block LayerNorms (4 C per layer)"] = L * 4 * C
+        parts["final LayerNorm (2 C)"] = 2 * C
+    else:
+        parts["block RMSNorms (2 C per layer)"] = L * 2 * C
+        parts["final RMSNorm (C)"] = C
+    if config.tie_embeddings:
+        parts["head (tied to the token embedding)"] = 0
+    else:
+        parts["head (V C, untied)"] = V * C
+    return parts
 
 
 def count_params(config):

@@ -25,7 +25,7 @@ class KVCache:
         """An empty cache shaped for a TinyLM, on its device and in its dtype."""
         c = model.config
         weight = model.tok_emb.weight
-        return cls(c.n_layers, batch_size, c.n_heads, c.max_len, c.d_head,
+        return cls(c.n_layers, batch_size, c.kv_heads, c.max_len, c.d_head,
                    dtype=weight.dtype, device=weight.device)
 
     @property

@@ -1,9 +1,12 @@
 """Shared test set-up: tiny models on one thread."""
+from pathlib import Path
+
 import pytest
 import torch
 
 from course_lib.model import ModelConfig, TinyLM
 
+ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(vocab_size=256, max_len=16, d_model=32, n_heads=4, n_layers=2)
 
 
