@@ -143,7 +143,7 @@ return weights @ k, weights""",
     Wrong("causal_mask", "boolean", "return np.tril(np.ones((T, T), dtype=bool))",
           "the mask is boolean"),
     Wrong("causal_mask", "large negative instead of -inf", "return np.triu(np.full((T, T), -1e9), k=1)",
-          "use -np.inf for hidden entries"),
+          "use -np.inf for hidden entries, the mask M the lesson defines"),
     Wrong("causal_mask", "ones where allowed",
           "return np.where(np.triu(np.ones((T, T)), k=1) == 1, -np.inf, 1.0)",
           "allowed entries are not 0"),
@@ -180,6 +180,76 @@ return weights @ v, weights""",
 ]
 
 
+WRONG += [
+    # 00: what a class writes besides the three above
+    Wrong("next_token_targets", "targets as floats", "return ids[:-1], ids[1:].float()",
+          "must hold integer token ids"),
+    Wrong("next_token_targets", "forgets to return", "inputs, targets = ids[:-1], ids[1:]",
+          "finish it with a `return`"),
+    Wrong("next_token_targets", "returns one tensor", "return ids[1:]", "expected a pair"),
+    # 01 softmax: shifts that are not the maximum, in-place edits, half precision
+    Wrong("softmax", "shifts by the mean", """\
+e = np.exp(x - x.mean(axis=axis, keepdims=True))
+return e / e.sum(axis=axis, keepdims=True)""",
+          "the mean or the minimum overflow"),
+    Wrong("softmax", "shifts by the minimum", """\
+e = np.exp(x - x.min(axis=axis, keepdims=True))
+return e / e.sum(axis=axis, keepdims=True)""",
+          "the mean or the minimum overflow"),
+    Wrong("softmax", "shifts by the first entry", """\
+e = np.exp(x - np.take(x, [0], axis=axis))
+return e / e.sum(axis=axis, keepdims=True)""",
+          "shift by each slice's maximum"),
+    Wrong("softmax", "subtracts in place", """\
+x -= x.max(axis=axis, keepdims=True)
+e = np.exp(x)
+return e / e.sum(axis=axis, keepdims=True)""",
+          "changed its input x in place"),
+    Wrong("softmax", "forgets to return", """\
+e = np.exp(x - x.max(axis=axis, keepdims=True))
+out = e / e.sum(axis=axis, keepdims=True)""",
+          "finish it with a `return`"),
+    # 01 attention: the pair in the wrong order
+    Wrong("attention", "returns (weights, output)", """\
+scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+if mask is not None:
+    scores = scores + mask
+weights = ref.softmax(scores, axis=-1)
+return weights, weights @ v""",
+          "return output, weights in that order"),
+    # 02 causal_mask
+    Wrong("causal_mask", "0 times -inf", "return np.triu(np.ones((T, T)), k=1) * -np.inf",
+          "0 * -inf is NaN"),
+    # 02 masked_attention
+    Wrong("masked_attention", "returns (weights, output)", """\
+scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1]) + causal_mask(q.shape[-2])
+weights = ref.softmax(scores, axis=-1)
+return weights, weights @ v""",
+          "return output, weights in that order"),
+]
+
+
+# Right answers written differently from the reference: each must pass its checker.
+ALTERNATIVES = [
+    ("softmax", "log-sum-exp", """\
+m = x.max(axis=axis, keepdims=True)
+lse = m + np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+return np.exp(x - lse)"""),
+    ("softmax", "shift in a new array", """\
+shifted = x - np.max(x, axis=axis, keepdims=True)
+return np.exp(shifted) / np.sum(np.exp(shifted), axis=axis, keepdims=True)"""),
+    ("causal_mask", "np.where", "return np.where(np.arange(T)[None, :] > np.arange(T)[:, None], -np.inf, 0.0)"),
+    ("next_token_targets", "two slices", "inputs = ids[:-1]\ntargets = ids[1:]\nreturn inputs, targets"),
+    ("block_forward", "a loop over the sublayers", """\
+for norm, sublayer in ((block.norm1, block.attn), (block.norm2, block.mlp)):
+    x = x + sublayer(norm(x))
+return x"""),
+    ("count_params", "from the model's shapes", """\
+V, P, C, L = config.vocab_size, config.max_len, config.d_model, config.n_layers
+return V * C + P * C + L * (12 * C * C + 9 * C) + 2 * C"""),
+]
+
+
 def _add_later_lessons():
     """Merge the answers of lessons 03 on, kept one file per lesson: tests/answers_NN.py."""
     import importlib
@@ -188,6 +258,7 @@ def _add_later_lessons():
         module = importlib.import_module(path.stem)
         REFERENCE.update(module.REFERENCE)
         WRONG.extend(module.WRONG)
+        ALTERNATIVES.extend(getattr(module, "ALTERNATIVES", []))
 
 
 _add_later_lessons()

@@ -88,3 +88,32 @@ return 12 * L * C * C + V * C""",
 return V * C + P * C + L * (8 * C * C + 3 * C + 4 * C) + 2 * C""",
           "named_parameters()"),
 ]
+
+WRONG += [
+    Wrong("block_forward", "under torch.no_grad", """\
+with torch.no_grad():
+    x = x + block.attn(block.norm1(x))
+    return x + block.mlp(block.norm2(x))""",
+          "the result carries no gradient"),
+    Wrong("block_forward", "detaches the attention's write", """\
+x = x + block.attn(block.norm1(x)).detach()
+return x + block.mlp(block.norm2(x))""",
+          "no gradient reaches"),
+    Wrong("block_forward", "adds in place", """\
+x += block.attn(block.norm1(x))
+x += block.mlp(block.norm2(x))
+return x""",
+          "changed its input x in place"),
+    Wrong("block_forward", "forgets to return", """\
+x = x + block.attn(block.norm1(x))
+x = x + block.mlp(block.norm2(x))""",
+          "end with `return x`"),
+    Wrong("count_params", "true division makes a float", _COUNT + """\
+per_block = 12 * C * C + 13 * C
+return V * C + P * C + L * per_block + 2 * C + 0 / 1""",
+          "the count is not an integer"),
+    Wrong("count_params", "counts the head and forgets the position table", _COUNT + """\
+per_block = 12 * C * C + 13 * C
+return V * C + V * C + L * per_block + 2 * C""",
+          "list TinyLM's parameters"),
+]

@@ -103,3 +103,15 @@ x[..., 1::2] = a * sin + b * cos
 return x""",
           "changed its input x in place"),
 ]
+
+WRONG += [
+    Wrong("apply_rope", "pair written back swapped", _rope(a_new="a * sin + b * cos", b_new="a * cos - b * sin"),
+          "you wrote them the other way round"),
+    Wrong("apply_rope", "pairs written back as halves",
+          _rope().replace("torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)",
+                          "torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)"),
+          "torch.cat puts all the a's first"),
+    Wrong("apply_rope", "forgets to return",
+          _rope().replace("return torch.stack", "out = torch.stack"),
+          "finish it with a `return`"),
+]

@@ -38,7 +38,7 @@ WRONG = [
           _step(loss="F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), reduction='sum')"),
           "take the mean"),
     Wrong("train_step", "no zero_grad", _step(order="loss.backward()\nopt.step()"),
-          "the gradients of the earlier calls were added"),
+          "backward() adds to .grad rather than replacing it"),
     Wrong("train_step", "zero_grad after backward", _step(order="loss.backward()\nopt.zero_grad()\nopt.step()"),
           "call opt.zero_grad() BEFORE loss.backward()"),
     Wrong("train_step", "no optimizer step", _step(order="opt.zero_grad()\nloss.backward()"),
@@ -57,4 +57,16 @@ own.zero_grad()
 loss.backward()
 own.step()"""),
           "with the optimizer you are given"),
+]
+
+WRONG += [
+    Wrong("train_step", "zero_grad after the step", _step(order="loss.backward()\nopt.step()\nopt.zero_grad()"),
+          "the model arrived with gradients in .grad"),
+    Wrong("train_step", "leaves the model in eval mode",
+          "model.eval()\n" + _step(),
+          "left the model in eval mode"),
+    Wrong("train_step", "forgets to return", _step().replace("return loss.item()", "loss = loss.item()"),
+          "end with `return loss.item()`"),
+    Wrong("train_step", "returns the loss tensor", _step(result="loss"),
+          "returned a tensor, not a float"),
 ]

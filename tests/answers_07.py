@@ -31,3 +31,18 @@ WRONG = [
           "return torch.softmax(k @ q, dim=-1) @ v",
           "divide the scores by sqrt(D)"),
 ]
+
+WRONG += [
+    Wrong("cached_attention_step", "keys and values swapped in the cache",
+          "k_cache[length] = v_new\nv_cache[length] = k_new\n"
+          "k, v = k_cache[:length + 1], v_cache[:length + 1]\n" + _ATTEND,
+          "k_new goes into k_cache and v_new into v_cache"),
+    Wrong("cached_attention_step", "forgets to return",
+          _STORE + "k, v = k_cache[:length + 1], v_cache[:length + 1]\n"
+          "out = torch.softmax(k @ q / math.sqrt(q.shape[-1]), dim=-1) @ v",
+          "the caches are written in place and not returned"),
+    Wrong("cached_attention_step", "returns the caches with the output",
+          _STORE + "k, v = k_cache[:length + 1], v_cache[:length + 1]\n"
+          "return torch.softmax(k @ q / math.sqrt(q.shape[-1]), dim=-1) @ v, k_cache, v_cache",
+          "return the attention output for the new query"),
+]

@@ -5,7 +5,7 @@ import pytest
 from course_lib import checks
 from course_lib.exercises import exercises
 
-from answers import REFERENCE, WRONG
+from answers import ALTERNATIVES, REFERENCE, WRONG
 from notebook_tools import LESSONS, function_from, read
 
 # Several wrong answers overflow or divide 0 by 0 on purpose.
@@ -69,3 +69,33 @@ def test_feedback_shows_input_expected_and_got():
 def test_crash_inside_the_learners_code_becomes_feedback():
     with pytest.raises(AssertionError, match=r"your function raised ZeroDivisionError"):
         checks.check_causal_mask(lambda T: 1 / 0)
+
+
+@pytest.mark.parametrize("name, style, body", ALTERNATIVES, ids=[f"{n}-{s}" for n, s, _ in ALTERNATIVES])
+def test_a_right_answer_written_differently_passes(name, style, body, capsys):
+    checker(name)(function_from(name, body))
+    assert capsys.readouterr().out.strip().endswith("checks passed"), style
+
+
+def test_an_answer_that_edits_its_input_cannot_change_the_checkers_data():
+    from course_lib.checks import lesson01
+    keys, values = lesson01._KEYS.copy(), lesson01._VALUES.copy()
+    body = "keys /= 2\nvalues *= 0\nreturn dict(scores=keys @ q, scaled=keys @ q, weights=q, output=q)"
+    with pytest.raises(AssertionError, match="changed its input keys in place"):
+        checks.check_attention_steps(function_from("attention_steps", body))
+    assert np.array_equal(lesson01._KEYS, keys) and np.array_equal(lesson01._VALUES, values)
+
+
+def test_feedback_cuts_a_large_array_to_a_few_lines():
+    from course_lib.checks.core import show
+    text = show(np.arange(2 * 3 * 40 * 50.0).reshape(2, 3, 40, 50))
+    assert len(text.splitlines()) <= 6
+    assert "of shape (2, 3, 40, 50)" in text
+
+
+@pytest.mark.parametrize("dtype, ulps", [(np.float16, 3), (np.float32, 3)])
+def test_tolerance_follows_the_dtype(dtype, ulps):
+    from course_lib.checks.core import Checker
+    expected = np.array([0.119, 0.881], dtype=dtype)
+    nearby = expected + ulps * np.finfo(dtype).eps * expected
+    Checker("demo", lambda: None).close(nearby, expected, "the result", "case", hint="")

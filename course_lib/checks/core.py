@@ -6,18 +6,56 @@ prints one line. A NotImplementedError from an unfinished exercise passes straig
 through, so a blank exercise fails at its check cell with its own message.
 `__tracebackhide__` keeps the checkers' own frames out of the traceback IPython shows.
 """
+import inspect
+
 import numpy as np
 import torch
 
 
-def show(x):
-    """A short, readable rendering of a value for feedback messages."""
+def show(x, rows=4, cols=6):
+    """A short, readable rendering of a value for feedback messages.
+
+    A large array is cut to its first rows and columns (of its first 2-D slice) and its
+    shape is named, so a message stays a few lines long.
+    """
     if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    if isinstance(x, np.ndarray):
-        return np.array2string(x, precision=3, suppress_small=True, threshold=20,
-                               separator=", ").replace("\n", "\n            ")
-    return repr(x)
+        x = x.detach().float().cpu().numpy() if x.dtype == torch.bfloat16 else x.detach().cpu().numpy()
+    if not isinstance(x, np.ndarray):
+        return repr(x)
+    shape = x.shape
+    cut = x[(0,) * max(x.ndim - 2, 0)] if x.ndim > 2 else x
+    if cut.ndim == 2:
+        cut = cut[:rows, :cols]
+    elif cut.ndim == 1:
+        cut = cut[:rows * cols]
+    text = np.array2string(cut, precision=3, suppress_small=True, threshold=rows * cols,
+                           separator=", ").replace("\n", "\n            ")
+    if cut.shape != shape:
+        where = "[" + ", ".join(["0"] * max(x.ndim - 2, 0) + [":"] * min(x.ndim, 2)) + "]"
+        text += f"\n            (the first rows and columns of {where}, of shape {shape})"
+    return text
+
+
+def tolerance(dtype):
+    """(atol, rtol) for comparing a result computed in `dtype`: a few units in the last place."""
+    name = str(dtype).replace("torch.", "") if isinstance(dtype, torch.dtype) else np.dtype(dtype).name
+    return {"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2)}.get(name, (1e-6, 1e-4))
+
+
+def _snapshot(value):
+    """A copy of an array or tensor argument, to pass or to compare with; None for anything else."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    return None
+
+
+def _unchanged(before, after):
+    if isinstance(before, np.ndarray):
+        return before.shape == after.shape and np.array_equal(before, after, equal_nan=True)
+    return before.shape == after.shape and torch.equal(torch.nan_to_num(before),
+                                                       torch.nan_to_num(after.detach()))
 
 
 class Checker:
@@ -44,16 +82,48 @@ class Checker:
         lines.append(f"Hint: {hint}")
         raise AssertionError("\n".join(lines))
 
-    def call(self, *args, case, crash_hint=None, **kwargs):
+    def call(self, *args, case, crash_hint=None, none_hint=None, mutable=(), **kwargs):
+        """The learner's fn(*args, **kwargs), with feedback for a crash, a None, or an input changed in place.
+
+        Array and tensor arguments are passed as copies, so an answer that edits its input
+        cannot change the checker's data; those named in `mutable` (by position or keyword)
+        are passed as they are, since the exercise writes into them. A tensor that requires
+        grad is passed as it is too, so gradients can reach it, and compared afterwards.
+        """
         __tracebackhide__ = True
+        names = _parameter_names(self.fn, len(args)) + list(kwargs)
+        given = list(args) + list(kwargs.values())
+        passed, before = [], []
+        for i, (name, value) in enumerate(zip(names, given)):
+            copy = _snapshot(value)
+            if copy is None or i in mutable or name in mutable:
+                passed.append(value)
+                before.append(None)
+            elif isinstance(value, torch.Tensor) and value.requires_grad:
+                passed.append(value)
+                before.append(copy)
+            else:
+                passed.append(copy)
+                before.append(value)
         try:
-            return self.fn(*args, **kwargs)
+            result = self.fn(*passed[:len(args)], **dict(zip(kwargs, passed[len(args):])))
         except NotImplementedError:
             raise
         except Exception as e:  # the learner's bug, reported as feedback rather than a traceback
             hint = crash_hint or ("run your function on this input in a cell of its own and "
                                   "print the shapes of the arrays inside it")
             self.fail(f"your function raised {type(e).__name__}: {e}", case=case, hint=hint)
+        for name, was, now in zip(names, before, passed):
+            if was is not None and not _unchanged(was, now):
+                self.fail(f"your function changed its input {name} in place", case=case,
+                          hint=f"build new arrays rather than writing into {name} (x = x - m "
+                               f"rather than x -= m, no {name}[...] = ...): the caller still "
+                               f"needs {name} as it was")
+        if result is None:
+            self.fail("your function returned None", case=case,
+                      hint=none_hint or "finish it with a `return` of the result; a function "
+                                        "without one returns None")
+        return result
 
     def array(self, value, what, case):
         """The value as a float NumPy array, or feedback that it isn't one."""
@@ -78,9 +148,12 @@ class Checker:
             self.fail(f"{what} contains inf or NaN", case=case, got=value, hint=hint)
         self.ok()
 
-    def close(self, value, expected, what, case, hint, atol=1e-6):
+    def close(self, value, expected, what, case, hint, atol=None, dtype=None):
+        """Fail unless value equals expected to the tolerance of `dtype` (default: value's dtype)."""
         __tracebackhide__ = True
-        if value.shape != expected.shape or not np.allclose(value, expected, atol=atol, rtol=1e-4):
+        tol_atol, rtol = tolerance(dtype if dtype is not None else value.dtype)
+        atol = max(tol_atol, atol or 0.0)
+        if value.shape != expected.shape or not np.allclose(value, expected, atol=atol, rtol=rtol):
             self.fail(f"{what} is not right", case=case, expected=expected, got=value, hint=hint)
         self.ok()
 
@@ -91,6 +164,15 @@ class Checker:
     def done(self):
         __tracebackhide__ = True
         print(f"{self.exercise}: {self.passed} checks passed")
+
+
+def _parameter_names(fn, n):
+    """The names of fn's first n parameters, for feedback; positions where they are unknown."""
+    try:
+        names = [p for p in inspect.signature(fn).parameters][:n]
+    except (TypeError, ValueError):
+        names = []
+    return names + [f"argument {i + 1}" for i in range(len(names), n)]
 
 
 def matches(value, expected):

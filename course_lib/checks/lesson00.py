@@ -12,6 +12,11 @@ def check_next_token_targets(fn):
         case = f"ids = {ids.tolist()}"
         inputs, targets = pair(c, c.call(ids, case=case), case, "inputs, targets")
         inputs, targets = torch.as_tensor(inputs), torch.as_tensor(targets)
+        if inputs.is_floating_point() or targets.is_floating_point():
+            c.fail("inputs and targets must hold integer token ids", case=case,
+                   expected=str(ids.dtype), got=f"{inputs.dtype}, {targets.dtype}",
+                   hint="slice the ids themselves (ids[:-1], ids[1:]); cross_entropy needs "
+                        "integer targets, and an embedding cannot look up a float")
         T = len(ids) - 1
         if len(inputs) != T or len(targets) != T:
             c.fail("inputs and targets must each have len(ids) - 1 entries", case=case,

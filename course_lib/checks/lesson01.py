@@ -64,18 +64,43 @@ def check_softmax(fn):
                   "the maximum of the whole array: the second row's exponentials all underflow to 0")
     c.close(got, ref.softmax(x), "the result", case, hint=stability)
 
+    only_max = ("shift by each slice's maximum, x.max(axis=axis, keepdims=True): it is the one "
+                "shift that keeps every exponent <= 0 (no overflow) and one exponent at 0 (no "
+                "0/0); the mean or the minimum overflow when the values spread widely, and a "
+                "-inf entry (a masked position) makes the mean -inf")
+    for x, case in ((np.array([-1000.0, 0.0, 1000.0]), "softmax(np.array([-1000., 0., 1000.]))"),
+                    (np.array([[0.0, -np.inf, 1.0], [-np.inf, 2.0, -np.inf]]),
+                     "softmax(np.array([[0., -inf, 1.], [-inf, 2., -inf]])), a masked row")):
+        got = run(x, -1, case)
+        c.finite(got, "the result", case, hint=only_max)
+        c.close(got, ref.softmax(x), "the result", case, hint=only_max)
+
     x = np.array([10.0, 12.0], dtype=np.float16)
     case = "softmax(np.array([10., 12.], dtype=np.float16))"
     got = run(x, -1, case)
     c.finite(got, "the result", case,
              hint="in float16 exp(12) = 162755 overflows (the largest float16 is 65504); "
                   "subtracting the maximum keeps every exponential <= 1")
-    c.close(got, ref.softmax(x.astype(np.float64)), "the result", case, hint=stability, atol=1e-3)
+    c.close(got, ref.softmax(x.astype(np.float64)), "the result", case, hint=stability,
+            dtype=np.float16)
     c.done()
 
 
 _KEYS = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
 _VALUES = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 1.0]])
+
+
+def swapped(c, out, w, want_out, want_w, case):
+    """Fail with the right hint when (weights, output) came back instead of (output, weights)."""
+    __tracebackhide__ = True
+    shapes_swapped = ((out.shape, w.shape) != (want_out.shape, want_w.shape)
+                      and (out.shape, w.shape) == (want_w.shape, want_out.shape))
+    if shapes_swapped or (not matches(out, want_out) and matches(out, want_w)
+                          and matches(w, want_out)):
+        c.fail("the pair is in the wrong order", case=case,
+               expected=f"output {want_out.shape}, weights {want_w.shape}",
+               got=f"shapes {out.shape}, {w.shape}",
+               hint="return output, weights in that order: the output first, then the weights")
 
 
 def attention_hint(q, k, weights, mask=None):
@@ -107,6 +132,7 @@ def check_attention(fn):
         out, w = pair(c, result, case, "output, weights")
         out, w = c.array(out, "output", case), c.array(w, "weights", case)
         want_out, want_w = ref.attention(q, k, v, mask)
+        swapped(c, out, w, want_out, want_w, case)
         c.shape(w, want_w.shape, "weights", case,
                 hint="scores are q @ k^T: (..., T, d_k) @ (..., d_k, S) gives one row per query, "
                      "one column per key; transpose only the last two axes of k "

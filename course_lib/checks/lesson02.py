@@ -3,7 +3,7 @@ import numpy as np
 
 from course_lib import attention as ref
 from course_lib.checks.core import Checker, pair, random_qkv
-from course_lib.checks.lesson01 import attention_hint
+from course_lib.checks.lesson01 import attention_hint, swapped
 
 
 def check_causal_mask(fn):
@@ -19,6 +19,11 @@ def check_causal_mask(fn):
             c.fail("the mask is boolean", case=case, expected=want, got=got,
                    hint="return the additive float mask: 0.0 where allowed, -np.inf where "
                         "hidden, so that it can be added to the scores")
+        if np.isnan(got).any():
+            c.fail("the mask contains NaN", case=case, expected=want, got=got,
+                   hint="0 * -inf is NaN: multiplying a 0/1 matrix by -np.inf turns its zeros "
+                        "into NaN; put -np.inf only where it belongs, e.g. "
+                        "np.where(hidden, -np.inf, 0.0) or np.triu(np.full((T, T), -np.inf), k=1)")
         upper, lower = np.triu_indices(T, k=1), np.tril_indices(T)
         if np.any(got[lower] == 1):
             c.fail("allowed entries are not 0", case=case, expected=want, got=got,
@@ -34,8 +39,10 @@ def check_causal_mask(fn):
                         "use k=1 so the diagonal stays 0")
         if T > 1 and np.any(got[upper] != -np.inf):
             finite = np.isfinite(got[upper]) & (got[upper] != 0)
-            hint = ("use -np.inf for hidden entries, not a large negative number: only -inf "
-                    "gives a weight of exactly 0" if np.any(finite) else
+            hint = ("use -np.inf for hidden entries, the mask M the lesson defines: a large "
+                    "negative number also gives weights of 0 here, but if every key of a row is "
+                    "hidden it silently averages them instead of giving NaN, and its size must "
+                    "beat any score; -inf needs no such care" if np.any(finite) else
                     "every key after the query (j > i, above the diagonal) must be -inf, "
                     "or the position can see the future")
             c.fail("some future positions are not hidden", case=case, expected=want, got=got,
@@ -55,6 +62,7 @@ def check_masked_attention(fn):
     out, w = pair(c, c.call(q, k, v, case=case, crash_hint=shapes), case, "output, weights")
     out, w = c.array(out, "output", case), c.array(w, "weights", case)
     want_out, want_w = ref.attention(q, k, v, ref.causal_mask(4))
+    swapped(c, out, w, want_out, want_w, case)
     c.shape(w, (4, 4), "weights", case, hint="one row per query, one column per key: q @ k^T")
     c.shape(out, (4, 2), "output", case, hint="output = weights @ v")
     if np.any(np.isnan(w[0])):

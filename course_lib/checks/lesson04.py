@@ -92,11 +92,8 @@ def check_block_forward(fn):
                 f"weights, biases and LayerNorm weights")
         with torch.no_grad():
             variants = {k: v.numpy() for k, v in _block_variants(x, block).items()}
-            given = x.clone()
-            got = c.call(given, block, case=case, crash_hint=_AXIS_HINT)
-        if got is None:
-            c.fail("your function returned None", case=case,
-                   hint="end with `return x`, the stream after both sublayers")
+            got = c.call(x, block, case=case, crash_hint=_AXIS_HINT,
+                         none_hint="end with `return x`, the stream after both sublayers")
         got = c.array(got, "the result", case)
         want = variants["right"]
         c.shape(got, want.shape, "the result", case, hint=_AXIS_HINT)
@@ -108,36 +105,60 @@ def check_block_forward(fn):
             c.fail("the block's output is not right", case=case, expected=want[0, 0],
                    got=got[0, 0], hint=hint + " (shown: batch 0, position 0)")
         c.ok()
-        if not torch.equal(given, x):
-            c.fail("your function changed its input x in place", case=case,
-                   hint="write x = x + ... rather than x += ...: an in-place add overwrites the "
-                        "caller's tensor, and autograd needs the old x for the backward pass")
-        c.ok()
+        _check_gradients(c, fn, x, block, case)
     c.done()
 
 
+def _check_gradients(c, fn, x, block, case):
+    """Fail unless a loss on the learner's output sends gradients to x and every parameter."""
+    __tracebackhide__ = True
+    for p in block.parameters():
+        p.requires_grad_(True)
+        p.grad = None
+    x = x.clone().requires_grad_(True)
+    out = c.call(x, block, case=case + ", with gradients on", crash_hint=_AXIS_HINT)
+    if not isinstance(out, torch.Tensor) or out.grad_fn is None:
+        c.fail("the result carries no gradient", case=case + ", with gradients on",
+               hint="build the result from the block's parts with ordinary tensor operations: "
+                    "no torch.no_grad(), .detach(), .numpy() or .item() inside the function, "
+                    "or training could not learn through it")
+    out.pow(2).sum().backward()
+    cut = [name for name, p in block.named_parameters() if p.grad is None or not p.grad.any()]
+    if x.grad is None or not x.grad.any():
+        cut.insert(0, "the input x")
+    for p in block.parameters():
+        p.requires_grad_(False)
+    if cut:
+        c.fail("no gradient reaches " + ", ".join(cut[:3]) + ("..." if len(cut) > 3 else ""),
+               case=case + ", with gradients on",
+               hint="something in your function cuts the graph (.detach(), torch.no_grad(), "
+                    ".data, a NumPy round trip) or leaves a sublayer out: every weight of the "
+                    "block must get a gradient")
+    c.ok()
+
+
 def _count_mistakes(config):
-    """What the right count and each usual slip give, by hint."""
+    """The right count, and (count, hint) for each usual slip; two slips may give one count."""
     V, P, C, L = config.vocab_size, config.max_len, config.d_model, config.n_layers
     exact = count_params(config)
-    return exact, {
-        exact - L * 5 * C: "you left out the MLP's biases: up has 4C and down has C, in every layer",
-        exact - L * 5 * C - L * 2 * C - C: "you left out the biases: the MLP's (4C + C per "
-                                           "layer) and the LayerNorms' (a bias of C in each)",
-        exact - L * 4 * C - 2 * C: "you left out the LayerNorms: each has a weight and a bias of "
-                                   "C; there are two per block and a final one before the head",
-        exact - L * 4 * C: "you left out the blocks' LayerNorms: two per block, each with a "
-                           "weight and a bias of C",
-        exact - 2 * C: "you left out the final LayerNorm before the head (a weight and a bias of C)",
-        exact + V * C: "you counted the head's V x C matrix, but it is tied: the head reuses "
-                       "the token embedding's matrix, so it adds no parameters",
-        exact - P * C: "you left out the learned position table: max_len rows of C",
-        exact + L * 4 * C: "our attention has no biases (bias=False on qkv and proj); GPT-2's "
-                           "has, ours does not",
-        approx_params(n_layers=L, d_model=C, vocab_size=V):
-            "that is the rule of thumb 12 L C^2 + V C; the exact count also has the biases, the "
-            "LayerNorms and the position table",
-    }
+    return exact, [
+        (exact - L * 5 * C, "you left out the MLP's biases: up has 4C and down has C, in every layer"),
+        (exact - L * 5 * C - L * 2 * C - C, "you left out the biases: the MLP's (4C + C per "
+                                            "layer) and the LayerNorms' (a bias of C in each)"),
+        (exact - L * 4 * C - 2 * C, "you left out the LayerNorms: each has a weight and a bias of "
+                                    "C; there are two per block and a final one before the head"),
+        (exact - L * 4 * C, "you left out the blocks' LayerNorms: two per block, each with a "
+                            "weight and a bias of C"),
+        (exact - 2 * C, "you left out the final LayerNorm before the head (a weight and a bias of C)"),
+        (exact + V * C, "you counted the head's V x C matrix, but it is tied: the head reuses "
+                        "the token embedding's matrix, so it adds no parameters"),
+        (exact - P * C, "you left out the learned position table: max_len rows of C"),
+        (exact + L * 4 * C, "our attention has no biases (bias=False on qkv and proj); GPT-2's "
+                            "has, ours does not"),
+        (approx_params(n_layers=L, d_model=C, vocab_size=V),
+         "that is the rule of thumb 12 L C^2 + V C; the exact count also has the biases, the "
+         "LayerNorms and the position table"),
+    ]
 
 
 def check_count_params(fn):
@@ -147,21 +168,35 @@ def check_count_params(fn):
     configs = (ModelConfig(vocab_size=50, max_len=7, d_model=24, n_heads=3, n_layers=3),
                ModelConfig(vocab_size=256, max_len=16, d_model=32, n_heads=4, n_layers=5),
                ModelConfig(vocab_size=50257, max_len=1024, d_model=768, n_heads=12, n_layers=12))
+    found = []
     for config in configs:
         case = (f"ModelConfig(vocab_size={config.vocab_size}, max_len={config.max_len}, "
                 f"d_model={config.d_model}, n_heads={config.n_heads}, n_layers={config.n_layers})")
-        got = c.call(config, case=case)
+        got = c.call(config, case=case, none_hint="end with `return total`, the count as an int")
         if isinstance(got, (torch.Tensor, np.ndarray)) and got.ndim == 0:
             got = got.item()
         if isinstance(got, bool) or not isinstance(got, numbers.Real):
             c.fail("expected a number", case=case, got=type(got).__name__,
                    hint="return the count as an int, e.g. `return total`")
+        if not isinstance(got, numbers.Integral):
+            c.fail("the count is not an integer", case=case, got=f"{got!r} ({type(got).__name__})",
+                   hint="a count of parameters is a whole number: use // rather than /, and "
+                        "return int(total)")
         c.ok()
-        exact, mistakes = _count_mistakes(config)
+        found.append((case, got, *_count_mistakes(config)))
+    for case, got, exact, _ in found:
         if got != exact:
-            hint = mistakes.get(got, "list TinyLM's parameters to see what you missed: "
-                                     "[(n, p.shape) for n, p in TinyLM(config).named_parameters()] "
-                                     "on a small config")
-            c.fail("the count is not right", case=case, expected=exact, got=got, hint=hint)
+            c.fail("the count is not right", case=case, expected=exact, got=got,
+                   hint=_count_hint(found))
         c.ok()
     c.done()
+
+
+def _count_hint(found):
+    """The one slip that explains the learner's count on every config, or a way to look."""
+    named = set.intersection(*({hint for value, hint in mistakes if value == got}
+                               for _, got, exact, mistakes in found if got != exact))
+    if len(named) == 1:
+        return named.pop()
+    return ("list TinyLM's parameters to see what you missed: "
+            "[(n, p.shape) for n, p in TinyLM(config).named_parameters()] on a small config")

@@ -84,11 +84,13 @@ def check_sinusoidal_positions(fn):
     c.done()
 
 
-def _rope(x, positions, base=10000.0, exponent=None, sign=1.0, halves=False, keep=None):
+def _rope(x, positions, base=10000.0, exponent=None, sign=1.0, halves=False, keep=None,
+          out="interleaved"):
     """RoPE in float64 with one of the usual mistakes switched on.
 
     exponent(i, D) is pair i's power of base (right: -2i/D); keep="even"/"odd" leaves that
-    dimension of every pair unrotated; keep="odd_cos" drops the a*sin term of the odd one.
+    dimension of every pair unrotated; keep="odd_cos" drops the a*sin term of the odd one;
+    out="swapped" writes each rotated pair back as (b', a'), out="halves" as all a' then all b'.
     """
     x = x.double().numpy()
     D = x.shape[-1]
@@ -104,7 +106,9 @@ def _rope(x, positions, base=10000.0, exponent=None, sign=1.0, halves=False, kee
         new_b = b
     elif keep == "odd_cos":
         new_b = b * cos
-    if halves:
+    if out == "swapped":
+        new_a, new_b = new_b, new_a
+    if halves or out == "halves":
         return np.concatenate([new_a, new_b], axis=-1)
     return np.stack([new_a, new_b], axis=-1).reshape(x.shape)
 
@@ -130,6 +134,13 @@ def rope_hint(x, positions, got, base=10000.0):
         (_rope(x, positions, base, sign=-1.0),
          "you rotated the wrong way (by -t): the new pair is (a cos t - b sin t, "
          "a sin t + b cos t); check the signs of the two sin terms"),
+        (_rope(x, positions, base, out="swapped"),
+         "each rotated pair goes back in its own order: the new a (a cos t - b sin t) into "
+         "dimension 2i and the new b into 2i + 1; you wrote them the other way round"),
+        (_rope(x, positions, base, out="halves"),
+         "write each rotated pair back where it came from, interleaved: "
+         "torch.stack([new_a, new_b], dim=-1).flatten(-2); torch.cat puts all the a's first "
+         "and all the b's after them"),
         (_rope(x, positions, base, keep="odd"), both),
         (_rope(x, positions, base, keep="even"), both),
         (_rope(x, positions, base, keep="odd_cos"), both),
@@ -172,14 +183,7 @@ def check_apply_rope(fn):
         crash = ("slice the last axis with x[..., 0::2] and x[..., 1::2] (the ... keeps any "
                  "leading axes), and build the angles (T, D/2) as positions[:, None] * "
                  "freqs[None, :] so they broadcast against those (..., T, D/2) slices")
-        given = x.clone()
-        result = c.call(given, positions, case=case, crash_hint=crash, **kwargs)
-        if not torch.equal(given, x):
-            c.fail("your function changed its input x in place", case=case,
-                   hint="build a new tensor (torch.stack or torch.empty_like) instead of "
-                        "assigning into x: the caller still needs the unrotated x")
-        if result is None:
-            c.fail("your function returned None", case=case, hint="return the rotated tensor")
+        result = c.call(x, positions, case=case, crash_hint=crash, **kwargs)
         got = c.array(result, "the result", case).astype(np.float64)
         c.shape(got, shape, "the result", case, hint="the result has the same shape as x")
         c.finite(got, "the result", case, hint=rotate)

@@ -95,6 +95,13 @@ def _setup(seed, B, T, V):
     return model, batches
 
 
+def _stale_gradients(model, seed):
+    """Leave gradients in .grad, as an earlier backward() would: a step must clear them first."""
+    gen = torch.Generator().manual_seed(200 + seed)
+    for p in model.parameters():
+        p.grad = torch.randn(p.shape, generator=gen, dtype=p.dtype)
+
+
 def check_train_step(fn):
     """Check train_step(model, opt, batch) -> float, step by step against the reference."""
     __tracebackhide__ = True
@@ -111,23 +118,28 @@ def check_train_step(fn):
         opt = make_opt(model.parameters())
         wrong = {order: copy.deepcopy(model) for order in (("backward", "step"),)}
         wrong_opts = {k: make_opt(m.parameters()) for k, m in wrong.items()}
+        for m in (model, ref_model, *wrong.values()):
+            _stale_gradients(m, seed)
         for k, batch in enumerate(batches, start=1):
             case = (f"a TinyLM(vocab_size={V}, d_model=12, n_layers=1) in float64, opt = "
                     f"{opt_name}, batch of shape (B, T + 1) = {tuple(batch.shape)}, "
-                    f"call {k} of {len(batches)} on the same model and optimizer")
+                    f"call {k} of {len(batches)} on the same model and optimizer, which "
+                    f"arrived with old gradients in .grad")
             before = _params(model)
             with torch.no_grad():
                 variants = {name: _loss(model, batch, name).item() for name in _LOSS_VARIANTS}
             want_loss = reference_step(ref_model, ref_opt, batch.clone())
             for order, m in wrong.items():
                 _step(m, wrong_opts[order], batch, order)
-            given = batch.clone()
-            got = c.call(model, opt, given, case=case, crash_hint=_CRASH_HINT)
+            model.train()
+            got = c.call(model, opt, batch, case=case, crash_hint=_CRASH_HINT,
+                         none_hint="end with `return loss.item()`: the loss of this batch as a "
+                                   "Python float")
             _check_loss(c, got, want_loss, variants, case)
-            if not torch.equal(given, batch):
-                c.fail("your function changed the batch in place", case=case,
-                       hint="slice the batch into new tensors (batch[:, :-1], batch[:, 1:]) "
-                            "and leave the caller's batch as it was")
+            if not model.training:
+                c.fail("your function left the model in eval mode", case=case,
+                       hint="a training step trains: leave the model in train mode (if you "
+                            "call model.eval() to look at something, call model.train() after)")
             c.ok()
             after = _params(model)
             if not _same(after, _params(ref_model)):
@@ -141,9 +153,6 @@ def check_train_step(fn):
 
 def _check_loss(c, got, want, variants, case):
     __tracebackhide__ = True
-    if got is None:
-        c.fail("your function returned None", case=case,
-               hint="end with `return loss.item()`: the loss of this batch as a Python float")
     if isinstance(got, torch.Tensor):
         c.fail("your function returned a tensor, not a float", case=case, expected="float",
                got=f"torch.Tensor of shape {tuple(got.shape)}",
@@ -180,9 +189,9 @@ def _param_hint(model, before, after, wrong, k):
                     "is learned")
         return ("the parameters did not move although the gradients are there: call "
                 "opt.step() after loss.backward()")
-    if k > 1 and _same(after, _params(wrong[("backward", "step")])):
-        return ("the gradients of the earlier calls were added to this one's: call "
-                "opt.zero_grad() before loss.backward(), since backward() adds to .grad rather "
-                "than replacing it")
+    if k == 1 and _same(after, _params(wrong[("backward", "step")])):  # zero_grad late or never
+        return ("the model arrived with gradients in .grad (left by earlier work), and your "
+                "step added this batch's to them: call opt.zero_grad() BEFORE loss.backward(), "
+                "since backward() adds to .grad rather than replacing it")
     return ("one call must do exactly: opt.zero_grad(), loss.backward(), opt.step(), once each, "
             "with the optimizer you are given (do not build a new one inside the function)")

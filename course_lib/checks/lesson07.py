@@ -30,11 +30,17 @@ def check_cached_attention_step(fn):
         before_k, before_v = k_cache.clone(), v_cache.clone()
         case = (f"q, k_new, v_new of width 4; caches of 8 rows, the first {length} filled "
                 f"(the rest hold stale numbers); length={length}")
-        out = c.call(q, k_new, v_new, k_cache, v_cache, length, case=case)
+        out = c.call(q, k_new, v_new, k_cache, v_cache, length, case=case, mutable=(3, 4),
+                     none_hint="return the attention output for the new query; the caches are "
+                               "written in place and not returned")
         if not isinstance(out, torch.Tensor):
             c.fail("expected a tensor", case=case, got=type(out).__name__,
                    hint="return the attention output for the new query, a tensor of shape (D,)")
         c.shape(out, (4,), "the output", case, hint="one query gives one output vector (D,)")
+        if torch.equal(k_cache[length], v_new) and torch.equal(v_cache[length], k_new):
+            c.fail("the new key and value are stored in each other's cache", case=case,
+                   hint="k_new goes into k_cache and v_new into v_cache: the keys are what "
+                        "queries are compared with, the values what is mixed")
         stored = [i for i in range(8) if torch.equal(k_cache[i], k_new)]
         if stored != [length]:
             hint = (f"the new token is position `length` = {length}: store it with "
