@@ -60,9 +60,13 @@ def evaluate(model, ids, *, batch_size, block_size, n_batches=4, seed=0):
 
 
 def fit(model, ids, *, steps, batch_size, block_size, lr=3e-4, seed=0, progress=True):
-    """Train with AdamW on random windows of `ids`; returns the loss of every step."""
+    """Train with AdamW on random windows of `ids`; returns the loss of every step.
+
+    A constant learning rate and AdamW's default decay strength (0.01), applied, as in
+    `train`, to the weight matrices only.
+    """
     gen = torch.Generator().manual_seed(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    opt = torch.optim.AdamW(decay_groups(model, 0.01), lr=lr)
     device = next(model.parameters()).device
     model.train()
     losses = []
@@ -196,17 +200,22 @@ class History:
                    device=str(d.get("device", "cpu")))
 
 
-def configure_optimizer(model, cfg: TrainConfig):
-    """AdamW with weight decay on the 2-D weight matrices (and embeddings) only.
+def decay_groups(model, weight_decay):
+    """AdamW parameter groups: weight decay on the 2-D weight matrices (and embeddings) only.
 
-    Biases and LayerNorm gains/shifts are 1-D; decaying them towards 0 only hurts.
+    Biases and norm gains/shifts are 1-D; decaying them towards 0 only hurts.
     """
     params = list(model.parameters())  # tied weights appear once
     decay = [p for p in params if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in params if p.requires_grad and p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay},
-              {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr_at(0, cfg), betas=(0.9, 0.95))
+    return [{"params": decay, "weight_decay": weight_decay},
+            {"params": no_decay, "weight_decay": 0.0}]
+
+
+def configure_optimizer(model, cfg: TrainConfig):
+    """AdamW for a training run: decay on the weight matrices only, betas (0.9, 0.95)."""
+    return torch.optim.AdamW(decay_groups(model, cfg.weight_decay), lr=lr_at(0, cfg),
+                             betas=(0.9, 0.95))
 
 
 def _dist_info():

@@ -231,3 +231,17 @@ def test_resume_gives_exactly_the_uninterrupted_run(tmp_path, monkeypatch):
     assert resumed.val_losses == full.val_losses
     for a, b in zip(full_model.parameters(), resumed_model.parameters()):
         assert torch.equal(a, b)
+
+
+def test_fit_and_train_decay_the_same_parameters(monkeypatch):
+    """Both loops decay weight matrices and embeddings, never biases or norm gains."""
+    from course_lib import training
+    made = []
+    real = torch.optim.AdamW
+    monkeypatch.setattr(torch.optim, "AdamW", lambda groups, **kw: made.append(groups) or real(groups, **kw))
+    model = tiny_model()
+    training.fit(model, torch.randint(0, 256, (200,)), steps=1, batch_size=2, block_size=8, progress=False)
+    training.configure_optimizer(model, small_cfg())
+    for groups in made:
+        decayed = {id(p) for g in groups if g["weight_decay"] > 0 for p in g["params"]}
+        assert decayed == {id(p) for p in model.parameters() if p.dim() == 2}
