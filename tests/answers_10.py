@@ -13,13 +13,15 @@ return tinylm_state_dict(config, hf)""",
 _NAMES = ('{"ln_1": "norm1", "ln_2": "norm2", "attn.c_attn": "attn.qkv", "attn.c_proj": "attn.proj",'
           ' "mlp.c_fc": "mlp.up", "mlp.c_proj": "mlp.down"}')
 _TOP = ('out = {"tok_emb.weight": hf["wte.weight"], "pos_emb.weight": hf["wpe.weight"],\n'
-        '       "norm.weight": hf["ln_f.weight"], "norm.bias": hf["ln_f.bias"], "head.weight": hf["wte.weight"]}\n')
+        '       "norm.weight": hf["ln_f.weight"], "norm.bias": hf["ln_f.bias"],\n'
+        '       "head.weight": hf["wte.weight"]}\n')
 
 
 def _loop(weight="w if theirs.startswith('ln') else w.T", bias=True, names=_NAMES, top=_TOP):
     """A whole answer: the top-level weights, then a loop over the blocks with one line changed."""
     body = top + f"names = {names}\nfor i in range(n_layers):\n    for theirs, ours in names.items():\n"
-    body += f'        w = hf[f"h.{{i}}.{{theirs}}.weight"]\n        out[f"blocks.{{i}}.{{ours}}.weight"] = {weight}\n'
+    body += f'        w = hf[f"h.{{i}}.{{theirs}}.weight"]\n'
+    body += f'        out[f"blocks.{{i}}.{{ours}}.weight"] = {weight}\n'
     if bias:
         body += '        out[f"blocks.{i}.{ours}.bias"] = hf[f"h.{i}.{theirs}.bias"]\n'
     return body + "return out"
@@ -43,7 +45,7 @@ w if theirs.startswith('ln') else w.T
     Wrong("gpt2_to_tinylm", "forgets the biases", _loop(bias=False),
           "GPT-2 has biases on every projection"),
     Wrong("gpt2_to_tinylm", "leaves out the tied head", _loop(top=_TOP.replace(
-        ', "head.weight": hf["wte.weight"]', "")),
+        ',\n       "head.weight": hf["wte.weight"]', "")),
           "GPT-2's head is tied"),
     Wrong("gpt2_to_tinylm", "swaps ln_1 and ln_2", _loop(names=_NAMES.replace(
         '"ln_1": "norm1", "ln_2": "norm2"', '"ln_1": "norm2", "ln_2": "norm1"')),

@@ -218,3 +218,42 @@ def test_pickled_code_is_refused_not_run(tokenizer, tmp_path):
     _torch_save_folder(tmp_path, hf, tokenizer, {"wte.weight": Boom()})
     with pytest.raises(ValueError, match="weights_only=True"):
         load_pretrained(tmp_path)
+
+
+def test_lesson10_checker_accepts_a_correct_answer_written_differently(capsys):
+    """Copies, .t().contiguous(), a head cloned from wte, a loop over the given names: all right."""
+    from course_lib.checks import check_gpt2_to_tinylm
+
+    ours = {"ln_1": "norm1", "ln_2": "norm2", "c_attn": "qkv", "attn.c_proj": "attn.proj",
+            "c_fc": "up", "mlp.c_proj": "mlp.down"}
+
+    def gpt2_to_tinylm(hf, n_layers):
+        out = {"tok_emb.weight": hf["wte.weight"].clone(), "head.weight": hf["wte.weight"].clone(),
+               "pos_emb.weight": hf["wpe.weight"] + 0, "norm.weight": hf["ln_f.weight"].clone(),
+               "norm.bias": hf["ln_f.bias"].clone()}
+        for name, t in hf.items():
+            if not name.startswith("h.") or name.endswith(".attn.bias"):
+                continue
+            for a, b in ours.items():
+                name = name.replace(a, b)
+            out["blocks." + name[2:]] = t.t().contiguous() if t.ndim == 2 else t.clone()
+        assert len(out) == 5 + 12 * n_layers
+        return out
+
+    check_gpt2_to_tinylm(gpt2_to_tinylm)
+    assert capsys.readouterr().out == "gpt2_to_tinylm: 93 checks passed\n"
+
+
+def test_lesson10_checker_catches_an_in_place_transpose_of_a_given_tensor():
+    from course_lib.checks import check_gpt2_to_tinylm
+    from course_lib.convert import tinylm_state_dict
+    from course_lib.model import ModelConfig
+
+    def gpt2_to_tinylm(hf, n_layers):
+        (V, C), (P, _) = hf["wte.weight"].shape, hf["wpe.weight"].shape
+        out = tinylm_state_dict(ModelConfig(V, P, C, 1, n_layers), hf)
+        hf["h.0.mlp.c_fc.bias"].mul_(1.0001)
+        return out
+
+    with pytest.raises(AssertionError, match="the given state dict was changed"):
+        check_gpt2_to_tinylm(gpt2_to_tinylm)
