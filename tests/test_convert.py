@@ -257,3 +257,14 @@ def test_lesson10_checker_catches_an_in_place_transpose_of_a_given_tensor():
 
     with pytest.raises(AssertionError, match="the given state dict was changed"):
         check_gpt2_to_tinylm(gpt2_to_tinylm)
+
+
+def test_unreadable_config_and_bad_shard_index_are_named(tokenizer, tmp_path):
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="cannot read .*config.json as JSON"):
+        load_pretrained(tmp_path)
+    saved_model("gpt2", tokenizer).config.save_pretrained(tmp_path)
+    index = {"weight_map": {"wte.weight": "../elsewhere.safetensors"}}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(ValueError, match="lists the shard '../elsewhere.safetensors', which is not"):
+        load_pretrained(tmp_path)
