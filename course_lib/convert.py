@@ -3,6 +3,7 @@
     config_from_dict(fields)        a config.json's fields (GPT-2 or Llama family) -> ModelConfig
     tinylm_state_dict(config, hf)   Hugging Face parameter names and layouts -> TinyLM's
     from_transformers(hf_model)     a GPT2LMHeadModel or LlamaForCausalLM -> TinyLM, same weights
+    load_pretrained(folder)         a local Hugging Face model folder -> (TinyLM, its tokenizer)
 
 The other library's names (`c_attn`, `q_proj`, ...) live only in this module. Two layouts
 differ from ours and are converted here, where it is said why:
@@ -13,7 +14,13 @@ differ from ours and are converted here, where it is said why:
   apply_rope turns interleaved pairs (2i, 2i + 1). Reordering the rows of the q and k
   projections inside each head (row i -> 2i, row i + D/2 -> 2i + 1) makes one rotation
   the other; q . k is unchanged because q and k are reordered alike, and v is untouched.
+
+Loading a folder never runs code from it: weights are read with safetensors or
+torch.load(weights_only=True), and the tokenizer with trust_remote_code=False.
 """
+import json
+from pathlib import Path
+
 import torch
 
 from course_lib.model import ModelConfig, TinyLM
@@ -125,54 +132,76 @@ def _rotate_half_to_interleaved(w, n_heads):
     return w.view(n_heads, D, -1)[:, order].reshape(w.shape)  # row 2i <- i, row 2i+1 <- i + D/2
 
 
+class _Weights:
+    """Hugging Face weights by name, each checked against the shape the config gives it."""
+
+    def __init__(self, config, hf):
+        self.config, self.hf = config, hf
+
+    def __call__(self, name, *shape):
+        if name not in self.hf:
+            raise ValueError(f"the weights have no {name!r}, which a {self.config} needs; "
+                             f"were they saved from a different model?")
+        tensor = self.hf[name]
+        if tuple(tensor.shape) != shape:
+            raise ValueError(f"weight {name} has shape {tuple(tensor.shape)}, but config.json "
+                             f"({self.config}) gives it {shape}; the weights and config.json "
+                             f"do not belong together")
+        return tensor
+
+
 def _gpt2_state(config, hf):
-    sd = {"tok_emb.weight": hf["wte.weight"], "pos_emb.weight": hf["wpe.weight"],
-          "norm.weight": hf["ln_f.weight"], "norm.bias": hf["ln_f.bias"]}
+    """GPT-2's names -> TinyLM's. Buffers some saved files hold (`h.0.attn.bias`, the causal
+    mask of older transformers versions, and `attn.masked_bias`) are not weights: not read."""
+    w = _Weights(config, hf)
+    V, C, F = config.vocab_size, config.d_model, config.ff_width
+    sd = {"tok_emb.weight": w("wte.weight", V, C), "pos_emb.weight": w("wpe.weight", config.max_len, C),
+          "norm.weight": w("ln_f.weight", C), "norm.bias": w("ln_f.bias", C)}
     for i in range(config.n_layers):
         h, b = f"h.{i}.", f"blocks.{i}."
-        sd |= {b + "norm1.weight": hf[h + "ln_1.weight"], b + "norm1.bias": hf[h + "ln_1.bias"],
-               b + "norm2.weight": hf[h + "ln_2.weight"], b + "norm2.bias": hf[h + "ln_2.bias"],
+        sd |= {b + "norm1.weight": w(h + "ln_1.weight", C), b + "norm1.bias": w(h + "ln_1.bias", C),
+               b + "norm2.weight": w(h + "ln_2.weight", C), b + "norm2.bias": w(h + "ln_2.bias", C),
                # Conv1D keeps (in, out); nn.Linear wants (out, in): transpose.
-               b + "attn.qkv.weight": hf[h + "attn.c_attn.weight"].T,
-               b + "attn.qkv.bias": hf[h + "attn.c_attn.bias"],
-               b + "attn.proj.weight": hf[h + "attn.c_proj.weight"].T,
-               b + "attn.proj.bias": hf[h + "attn.c_proj.bias"],
-               b + "mlp.up.weight": hf[h + "mlp.c_fc.weight"].T, b + "mlp.up.bias": hf[h + "mlp.c_fc.bias"],
-               b + "mlp.down.weight": hf[h + "mlp.c_proj.weight"].T,
-               b + "mlp.down.bias": hf[h + "mlp.c_proj.bias"]}
-    sd["head.weight"] = sd["tok_emb.weight"] if config.tie_embeddings else hf["lm_head.weight"]
+               b + "attn.qkv.weight": w(h + "attn.c_attn.weight", C, 3 * C).T,
+               b + "attn.qkv.bias": w(h + "attn.c_attn.bias", 3 * C),
+               b + "attn.proj.weight": w(h + "attn.c_proj.weight", C, C).T,
+               b + "attn.proj.bias": w(h + "attn.c_proj.bias", C),
+               b + "mlp.up.weight": w(h + "mlp.c_fc.weight", C, F).T,
+               b + "mlp.up.bias": w(h + "mlp.c_fc.bias", F),
+               b + "mlp.down.weight": w(h + "mlp.c_proj.weight", F, C).T,
+               b + "mlp.down.bias": w(h + "mlp.c_proj.bias", C)}
+    sd["head.weight"] = sd["tok_emb.weight"] if config.tie_embeddings else w("lm_head.weight", V, C)
     return sd
 
 
 def _llama_state(config, hf):
-    sd = {"tok_emb.weight": hf["embed_tokens.weight"], "norm.weight": hf["norm.weight"]}
+    w = _Weights(config, hf)
+    V, C, F = config.vocab_size, config.d_model, config.ff_width
+    Q, KV = config.n_heads * config.d_head, config.kv_heads * config.d_head
+    sd = {"tok_emb.weight": w("embed_tokens.weight", V, C), "norm.weight": w("norm.weight", C)}
     for i in range(config.n_layers):
         h, b = f"layers.{i}.", f"blocks.{i}."
-        q = _rotate_half_to_interleaved(hf[h + "self_attn.q_proj.weight"], config.n_heads)
-        k = _rotate_half_to_interleaved(hf[h + "self_attn.k_proj.weight"], config.kv_heads)
-        sd |= {b + "norm1.weight": hf[h + "input_layernorm.weight"],
-               b + "norm2.weight": hf[h + "post_attention_layernorm.weight"],
-               b + "attn.qkv.weight": torch.cat([q, k, hf[h + "self_attn.v_proj.weight"]]),
-               b + "attn.proj.weight": hf[h + "self_attn.o_proj.weight"],
-               b + "mlp.gate.weight": hf[h + "mlp.gate_proj.weight"],
-               b + "mlp.up.weight": hf[h + "mlp.up_proj.weight"],
-               b + "mlp.down.weight": hf[h + "mlp.down_proj.weight"]}
-    sd["head.weight"] = sd["tok_emb.weight"] if config.tie_embeddings else hf["lm_head.weight"]
+        q = _rotate_half_to_interleaved(w(h + "self_attn.q_proj.weight", Q, C), config.n_heads)
+        k = _rotate_half_to_interleaved(w(h + "self_attn.k_proj.weight", KV, C), config.kv_heads)
+        sd |= {b + "norm1.weight": w(h + "input_layernorm.weight", C),
+               b + "norm2.weight": w(h + "post_attention_layernorm.weight", C),
+               b + "attn.qkv.weight": torch.cat([q, k, w(h + "self_attn.v_proj.weight", KV, C)]),
+               b + "attn.proj.weight": w(h + "self_attn.o_proj.weight", C, Q),
+               b + "mlp.gate.weight": w(h + "mlp.gate_proj.weight", F, C),
+               b + "mlp.up.weight": w(h + "mlp.up_proj.weight", F, C),
+               b + "mlp.down.weight": w(h + "mlp.down_proj.weight", C, F)}
+    sd["head.weight"] = sd["tok_emb.weight"] if config.tie_embeddings else w("lm_head.weight", V, C)
     return sd
 
 
 def tinylm_state_dict(config, hf_state):
     """TinyLM's state dict, from Hugging Face parameters (a GPT-2 or Llama state dict) for `config`.
 
-    Raises ValueError naming the first missing weight.
+    Raises ValueError naming the first weight that is missing or whose shape does not fit.
+    The input is not changed; the result may share tensors with it.
     """
-    hf = _strip_prefix(hf_state)
     build = _llama_state if config.positions == "rope" else _gpt2_state
-    try:
-        return build(config, hf)
-    except KeyError as err:
-        raise ValueError(f"the weights have no {err.args[0]!r}, which a {config} needs; "
-                         f"were they saved from a different model?") from None
+    return build(config, _strip_prefix(hf_state))
 
 
 def load_state(model, state):
@@ -200,3 +229,83 @@ def from_transformers(hf_model):
     dtype = next(hf_model.parameters()).dtype
     model = TinyLM(config).to(dtype)
     return load_state(model, state).eval()
+
+
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json",
+                "pytorch_model.bin", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")
+
+
+def _read_json(path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"cannot read {path} as JSON: {err}") from None
+
+
+def _read_weights(path):
+    """One weights file as {name: tensor}; never unpickles anything but tensors."""
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+        return load_file(str(path))
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # weights_only refuses pickled code: say so rather than run it
+        raise ValueError(f"cannot read {path} with torch.load(weights_only=True): {err}") from None
+
+
+def _load_weights(folder):
+    """All of a folder's weights, from one file or from the shards an index file lists."""
+    for name in WEIGHT_FILES:
+        path = folder / name
+        if not path.is_file():
+            continue
+        if not name.endswith(".index.json"):
+            return _read_weights(path)
+        weight_map = _read_json(path).get("weight_map")
+        if not isinstance(weight_map, dict):
+            raise ValueError(f"{path} has no 'weight_map' of weight names to shard files")
+        state = {}
+        for shard in sorted(set(weight_map.values())):
+            if Path(shard).name != shard or not (folder / shard).is_file():
+                raise ValueError(f"{path} lists the shard {shard!r}, which is not a file in {folder}")
+            state |= _read_weights(folder / shard)
+        return state
+    raise ValueError(f"{folder} holds no weights: expected one of {', '.join(WEIGHT_FILES)}")
+
+
+def load_pretrained(folder, dtype=None):
+    """A TinyLM and its tokenizer, from a local Hugging Face folder of a GPT-2 or Llama model.
+
+    The folder holds config.json, the weights (model.safetensors or pytorch_model.bin, or
+    their sharded index) and the tokenizer's files, as save_pretrained or a download from
+    the Hub leaves them. Nothing is downloaded and no code from the folder runs. The model
+    keeps the stored dtype unless `dtype` is given, and is returned in eval mode.
+
+    Returns (model, tokenizer): a TinyLM, and the folder's transformers.AutoTokenizer.
+    """
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise ValueError(f"no folder at {folder}; give the folder that holds config.json "
+                         f"and the weights of a Hugging Face model")
+    if not (folder / "config.json").is_file():
+        raise ValueError(f"{folder} has no config.json, so the model's shape is unknown; "
+                         f"a Hugging Face model folder holds config.json beside its weights")
+    fields = _read_json(folder / "config.json")
+    try:
+        config = config_from_dict(fields)
+    except ValueError as err:
+        if not isinstance(fields, dict) or fields.get("model_type") in GPT2_TYPES + LLAMA_TYPES:
+            raise
+        kind = ", ".join(fields.get("architectures") or []) or "this architecture"
+        raise ValueError(f"{folder} holds a {kind} model, which TinyLM cannot run: {err}") from None
+    state = tinylm_state_dict(config, _load_weights(folder))
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise ValueError(f"{folder} holds no tokenizer: expected one of "
+                         f"{', '.join(TOKENIZER_FILES)} beside config.json")
+    dtype = dtype or state["tok_emb.weight"].dtype
+    model = load_state(TinyLM(config).to(dtype), {k: v.to(dtype) for k, v in state.items()})
+
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+    return model.eval(), tokenizer
