@@ -128,7 +128,8 @@ def check_gpt2_to_tinylm(fn):
         given = {name: t.clone() for name, t in hf.items()}
         case = (f"a GPT-2 state dict of width 6, vocabulary 11, {n_layers} layer(s), {dtype}, "
                 f"with h.N.attn.bias buffers; n_layers={n_layers}")
-        got = c.call(given, n_layers, case=case)
+        got = c.call(given, n_layers, case=case,
+                     none_hint="return the new dict of TinyLM's names, e.g. `return out`")
         if set(given) != set(hf) or any(not torch.equal(given[k], hf[k]) for k in hf):
             c.fail("the given state dict was changed", case=case, hint=(
                 "build and return a new dict; leave the given one as it was (no pop, no "
