@@ -16,9 +16,14 @@ GPT-2's attention biases change the parts they touch; `param_breakdown` names th
 Real models' configs (`data/configs/*.json`, Hugging Face's config.json format) are read
 by `load_config`, which leaves the field mapping to `course_lib.convert.config_from_dict`.
 """
+import contextlib
 import json
 import numbers
+import os
 from pathlib import Path
+
+import numpy as np
+from torch.profiler import ProfilerActivity, profile
 
 from course_lib.convert import config_from_dict
 from course_lib.model import ModelConfig
@@ -211,6 +216,41 @@ def training_memory_bytes(config, precision="fp32"):
     if precision not in TRAINING_BYTES:
         raise ValueError(f"precision must be one of {sorted(TRAINING_BYTES)}, got {precision!r}")
     return count_params(config) * sum(TRAINING_BYTES[precision].values())
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Send the process's stderr (file descriptor 2) to /dev/null: some builds of PyTorch's
+    profiler log a line there each time it starts and stops."""
+    saved = os.dup(2)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def peak_memory_bytes(fn):
+    """The most CPU memory tensors held at once while fn() ran, beyond what was held before.
+
+    PyTorch's profiler records what each operator allocates and frees; replayed in time
+    order, their running sum peaks at the answer. It sees every tensor operators hand to
+    each other; a buffer an operator allocates and frees inside itself (a fused kernel's
+    tiles) is not seen.
+    """
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with _quiet_stderr():
+        prof.start()
+    try:
+        fn()
+    finally:
+        with _quiet_stderr():
+            prof.stop()
+    events = sorted(prof.events(), key=lambda e: e.time_range.start)
+    held = np.cumsum([0] + [e.self_cpu_memory_usage for e in events])
+    return int(held.max())
 
 
 def _human(n, unit=""):

@@ -11,7 +11,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from course_lib.costs import (CONFIG_DIR, TRAINING_BYTES, approx_params, cost_table, count_params,
                               flops_per_token, kv_cache_bytes, load_config, matmul_params,
-                              param_breakdown, training_memory_bytes)
+                              param_breakdown, peak_memory_bytes, training_memory_bytes)
 from course_lib.kv_cache import KVCache
 from course_lib.model import ModelConfig, TinyLM
 
@@ -251,3 +251,14 @@ def test_cost_errors():
         flops_per_token("gpt2", 10)
     with pytest.raises(TypeError, match="non-empty dict"):
         cost_table([config])
+
+
+def test_peak_memory_bytes_sees_temporaries_and_frees():
+    def two_temporaries():
+        a = torch.ones(1000, 250)         # 1,000,000 bytes
+        b = a * 2                         # another 1,000,000 while a is held
+        del a
+        return (b + 1).sum()              # b and a third 1,000,000: the peak stays 2,000,000
+
+    assert 2_000_000 <= peak_memory_bytes(two_temporaries) < 2_000_100  # and a few scalars
+    assert peak_memory_bytes(lambda: None) == 0
