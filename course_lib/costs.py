@@ -15,6 +15,8 @@ GPT-2's attention biases change the parts they touch; `param_breakdown` names th
 
 Real models' configs (`data/configs/*.json`, Hugging Face's config.json format) are read
 by `load_config`, which leaves the field mapping to `course_lib.convert.config_from_dict`.
+From a ModelConfig: `count_params`, `flops_per_token`, `kv_cache_bytes`,
+`training_memory_bytes` and `cost_table`; `peak_memory_bytes(fn)` measures a call (lesson 09).
 """
 import contextlib
 import json

@@ -1,4 +1,4 @@
-"""Answers to lesson 09's exercises (what it costs): the reference, and known-wrong ones with their hints."""
+"""Answers to lesson 09's exercises (what it costs): the reference, and known-wrong ones."""
 from answers import Wrong
 
 REFERENCE = {
@@ -12,7 +12,8 @@ return _tiled(q, k, v, block_size)""",
 }
 
 _FIELDS = """\
-C, F, L, V = fields["hidden_size"], fields["intermediate_size"], fields["num_hidden_layers"], fields["vocab_size"]
+C, F, L = fields["hidden_size"], fields["intermediate_size"], fields["num_hidden_layers"]
+V = fields["vocab_size"]
 kv = fields["num_key_value_heads"] * (C // fields["num_attention_heads"])
 head = 0 if fields["tie_word_embeddings"] else V * C
 """

@@ -227,7 +227,7 @@ def test_training_memory():
     assert training_memory_bytes(config) == 16 * 124_439_808
     assert training_memory_bytes(config, "mixed") == 16 * 124_439_808
     assert sum(TRAINING_BYTES["mixed"].values()) == 16
-    with pytest.raises(ValueError, match=r"precision must be one of \['fp32', 'mixed'\], got 'fp16'"):
+    with pytest.raises(ValueError, match=r"one of \['fp32', 'mixed'\], got 'fp16'"):
         training_memory_bytes(config, "fp16")
 
 
