@@ -63,6 +63,16 @@ def step_seconds(model, batch_size, device, steps=20):
     return float(np.median(times))
 
 
+def cpu_name():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
@@ -73,8 +83,8 @@ def main():
     big = torch.randn(2**26, device=device)
     bandwidth = big.nbytes / best_seconds(lambda: big.sum(), device)
     del a, b, big
-    report = {"machine": f"{platform.machine()}, {platform.processor() or 'unknown CPU'}, "
-                         f"{torch.get_num_threads()} threads, torch {torch.__version__}",
+    report = {"machine": f"{platform.machine()}, {cpu_name()}, {torch.get_num_threads()} "
+                         f"thread(s), torch {torch.__version__}",
               "device": str(device), "matmul_peak_gflops": round(peak / 1e9, 1),
               "bandwidth_gbps": round(bandwidth / 1e9, 1),
               "balance_flops_per_byte": round(peak / bandwidth, 1), "decode": []}
