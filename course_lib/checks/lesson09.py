@@ -1,0 +1,236 @@
+"""Checkers for lesson 09, what it costs."""
+import copy
+import math
+import numbers
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from course_lib.checks.core import Checker
+from course_lib.convert import config_from_dict
+from course_lib.costs import CONFIG_DIR, count_params
+
+_LLAMA_FIELDS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                 "num_key_value_heads", "vocab_size", "tie_word_embeddings")
+
+
+def _llama_cases():
+    """Real Llama-family configs, then small ones that separate the usual mistakes."""
+    import json
+    cases = []
+    for name in ("llama3-8b", "mistral-7b-v0.3", "llama3-70b"):
+        fields = json.loads((CONFIG_DIR / f"{name}.json").read_text())
+        cases.append((name, {k: fields[k] for k in _LLAMA_FIELDS}))
+    small = dict(hidden_size=64, intermediate_size=160, num_hidden_layers=3, num_attention_heads=8,
+                 num_key_value_heads=2, vocab_size=100, tie_word_embeddings=False)
+    cases.append(("a small config, 2 KV heads", small))
+    cases.append(("the same, tied head", dict(small, tie_word_embeddings=True)))
+    cases.append(("the same, one KV head per query head", dict(small, num_key_value_heads=8)))
+    return cases
+
+
+def _param_variants(f):
+    """The right count and what the usual mistakes give, by name."""
+    C, F, L, V = f["hidden_size"], f["intermediate_size"], f["num_hidden_layers"], f["vocab_size"]
+    kv = f["num_key_value_heads"] * (C // f["num_attention_heads"])
+    head = 0 if f["tie_word_embeddings"] else V * C
+
+    def total(attention=2 * C * C + 2 * C * kv, mlp=3 * C * F, norms=2 * C, final=C, head=head):
+        return V * C + L * (attention + mlp + norms) + final + head
+
+    return {
+        "right": total(),
+        "no GQA": total(attention=4 * C * C),
+        "no gate": total(mlp=2 * C * F),
+        "head always tied": total(head=0),
+        "head always untied": total(head=V * C),
+        "no norms": total(norms=0, final=0),
+        "LayerNorm-sized norms": total(norms=4 * C, final=2 * C),
+    }
+
+
+_PARAM_HINTS = {
+    "no GQA": "grouped-query attention: k and v project to num_key_value_heads x head size "
+              "(head size = hidden_size / num_attention_heads), not to hidden_size; only q and "
+              "the output projection are hidden_size x hidden_size",
+    "no gate": "SwiGLU has three matrices of hidden_size x intermediate_size: gate, up and down",
+    "head always tied": "with tie_word_embeddings false the head is a second vocab_size x "
+                        "hidden_size matrix of its own",
+    "head always untied": "with tie_word_embeddings true the head reuses the embedding's matrix "
+                          "and adds nothing",
+    "no norms": "count the RMSNorms: one weight vector of hidden_size in each of the two norms "
+                "of every layer, and one final norm",
+    "LayerNorm-sized norms": "RMSNorm has a weight but no bias: hidden_size numbers per norm, "
+                             "not 2 x hidden_size",
+}
+
+
+def check_params_from_config(fn):
+    """Check params_from_config(fields) -> int against costs.count_params of the same config."""
+    __tracebackhide__ = True
+    c = Checker("params_from_config", fn)
+    for label, fields in _llama_cases():
+        given = copy.deepcopy(fields)
+        case = f"{label}: {fields}"
+        got = c.call(given, case=case)
+        if given != fields:
+            c.fail("the config dict was changed", case=case, hint="read the fields; do not "
+                   "add, remove or change entries of the dict you are given")
+        if got is None:
+            c.fail("nothing was returned", case=case, hint="end with `return total`")
+        if isinstance(got, bool) or not isinstance(got, (numbers.Integral, float)) or (
+                isinstance(got, float) and not got.is_integer()):
+            c.fail("expected a whole number of parameters", case=case, got=got,
+                   hint="return the count as an int (use // rather than / for divisions)")
+        c.ok()
+        full = dict(fields, model_type="llama", max_position_embeddings=1)
+        want = count_params(config_from_dict(full))
+        if got != want:
+            for what, value in _param_variants(fields).items():
+                if what != "right" and got == value and value != want:
+                    c.fail(f"the count is off by {got - want:+,}", case=label, expected=f"{want:,}",
+                           got=f"{int(got):,}", hint=_PARAM_HINTS[what])
+            c.fail(f"the count is off by {got - want:+,}", case=label, expected=f"{want:,}",
+                   got=f"{int(got):,}", hint="per layer: q, k, v and output projections, three "
+                   "SwiGLU matrices, two RMSNorm weights; then the embedding, the final norm "
+                   "and, unless tied, the head")
+        c.ok()
+    c.done()
+
+
+def _tiled(q, k, v, block, *, rescale_out=True, rescale_sum=True, local_mask=False, scale=True):
+    """Causal attention by key blocks with an online softmax, and the usual mistakes as options.
+
+    Shapes: q, k (T, D), v (T, Dv) -> (T, Dv)
+    """
+    T, D = q.shape
+    out = torch.empty(T, v.shape[1], dtype=q.dtype)
+    for qs in range(0, T, block):
+        qb = q[qs:qs + block] / (math.sqrt(D) if scale else 1)
+        n = qb.shape[0]
+        m = torch.full((n, 1), float("-inf"), dtype=q.dtype)
+        l, acc = torch.zeros(n, 1, dtype=q.dtype), torch.zeros(n, v.shape[1], dtype=q.dtype)
+        for ks in range(0, qs + n, block):
+            kb, vb = k[ks:ks + block], v[ks:ks + block]
+            s = qb @ kb.T
+            rows = torch.arange(n)[:, None] + (0 if local_mask else qs)
+            cols = torch.arange(kb.shape[0])[None, :] + (0 if local_mask else ks)
+            s = s.masked_fill(cols > rows, float("-inf"))
+            m_new = torch.maximum(m, s.amax(dim=1, keepdim=True))
+            p = torch.exp(s - m_new)
+            factor = torch.exp(m - m_new)
+            l = (l * factor if rescale_sum else l) + p.sum(dim=1, keepdim=True)
+            acc = (acc * factor if rescale_out else acc) + p @ vb
+            m = m_new
+        out[qs:qs + n] = acc / l
+    return out
+
+
+def _reference(q, k, v):
+    T = q.shape[0]
+    scores = q @ k.T / math.sqrt(q.shape[1])
+    scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+_TILED_HINTS = {
+    "never rescales": (dict(rescale_out=False, rescale_sum=False),
+                       "when a block raises the running maximum from m to m_new, everything "
+                       "summed so far was exponentiated against the old maximum: multiply both "
+                       "the running sum of values and the normaliser by exp(m - m_new)"),
+    "running sum of values not rescaled": (
+        dict(rescale_out=False), "rescale the running sum of values too: acc = acc * "
+        "exp(m - m_new) + p @ v_block, as you do for the normaliser"),
+    "normaliser not rescaled": (
+        dict(rescale_sum=False), "rescale the normaliser as well as the output: l = l * "
+        "exp(m - m_new) + p.sum(...); otherwise the final division uses a sum of mixed scales"),
+    "mis-aligned causal mask": (
+        dict(local_mask=True), "the causal mask must compare global positions: query "
+        "q_start + i may see key k_start + j when k_start + j <= q_start + i; indices inside a "
+        "block are not positions"),
+    "no scaling": (dict(scale=False), "divide the scores by sqrt(D) before the softmax"),
+}
+
+
+class _Largest(TorchDispatchMode):
+    """Records the largest tensor any operation produces."""
+
+    def __init__(self):
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor):
+                self.largest = max(self.largest, t.numel())
+        return out
+
+
+def _qkv(seed, T, D=4, Dv=3, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(T, D, generator=g, dtype=dtype) * 2  # wide scores: the maximum moves
+    k = torch.randn(T, D, generator=g, dtype=dtype) * 2
+    return q, k, torch.randn(T, Dv, generator=g, dtype=dtype)
+
+
+def check_tiled_attention(fn):
+    """Check tiled_attention(q, k, v, block_size) -> (T, Dv): causal, equal to the reference."""
+    __tracebackhide__ = True
+    c = Checker("tiled_attention", fn)
+    cases = [(0, 10, 3), (1, 8, 8), (2, 7, 1), (3, 5, 16), (4, 12, 4)]
+    for seed, T, block in cases:
+        q, k, v = _qkv(seed, T)
+        saved = [t.clone() for t in (q, k, v)]
+        case = f"q, k (T={T}, D=4), v (T={T}, 3), float64, block_size={block}"
+        out = c.call(q, k, v, block, case=case)
+        if not all(torch.equal(a, b) for a, b in zip((q, k, v), saved)):
+            c.fail("q, k or v was changed in place", case=case,
+                   hint="compute new tensors; do not write into the inputs")
+        if not isinstance(out, torch.Tensor):
+            c.fail("expected a tensor", case=case, got=type(out).__name__,
+                   hint="return the (T, Dv) attention output")
+        c.shape(out, (T, 3), "the output", case, hint="one output row per query, as wide as v")
+        if not torch.isfinite(out).all():
+            c.fail("the output contains inf or NaN", case=case, got=out,
+                   hint="start the running maximum at -inf and the sums at 0, and process only "
+                        "key blocks that start at or before the query block's last position")
+        want = _reference(q, k, v)
+        if not torch.allclose(out.double(), want, atol=1e-9):
+            later = v.clone()
+            later[T // 2:] += 5
+            moved = c.call(q, k, later, block, case=case)
+            early = slice(0, T // 2)
+            if T > 1 and not torch.allclose(moved[early].double(), out[early].double(), atol=1e-9):
+                c.fail("an early query's output changed when later values changed", case=case,
+                       hint="a query must not see keys after it: mask them, comparing global "
+                            "positions (q_start + i, k_start + j)")
+            for what, (options, hint) in _TILED_HINTS.items():
+                wrong = _tiled(q, k, v, block, **options)
+                if not torch.allclose(wrong, want, atol=1e-9) and torch.allclose(
+                        out.double(), wrong, atol=1e-9):
+                    c.fail(f"the output is wrong: {what}", case=case, expected=want[:3],
+                           got=out[:3], hint=hint)
+            c.fail("the output differs from causal attention", case=case, expected=want[:3],
+                   got=out[:3], hint="for each query block keep a running maximum m, normaliser "
+                   "l and sum of values acc; for each key block: scores, mask, m_new, rescale "
+                   "l and acc by exp(m - m_new), add the block's exp(s - m_new); return acc / l")
+        c.ok()
+    q, k, v = _qkv(5, 64, D=4)
+    with _Largest() as seen:
+        c.call(q, k, v, 8, case="T=64, D=4, block_size=8")
+    if seen.largest >= 64 * 64 // 2:
+        c.fail("a tensor of T x T size was built", case="T=64, D=4, block_size=8",
+               expected="tensors of at most about block_size x T or T x D elements",
+               got=f"a tensor of {seen.largest:,} elements",
+               hint="hold only one block of scores at a time (block_size x block_size), and "
+                    "build the causal mask per block from positions, not as one T x T matrix")
+    c.ok()
+    q, k, v = (t.float() for t in _qkv(6, 9))
+    out = c.call(q, k, v, 4, case="float32 inputs, T=9, block_size=4")
+    if out.dtype != torch.float32 or not torch.allclose(out, _reference(q, k, v), atol=1e-5):
+        c.fail("float32 inputs give a wrong or float64 result", case="float32, T=9, block 4",
+               expected="float32", got=out.dtype, hint="make new tensors with q's dtype "
+               "(dtype=q.dtype) so the result stays in the inputs' precision")
+    c.ok()
+    c.done()
