@@ -11,6 +11,7 @@ from course_lib.checks.lesson04 import check_block_forward, check_count_params
 from course_lib.checks.lesson05 import check_apply_rope, check_sinusoidal_positions
 from course_lib.checks.lesson06 import check_train_step
 from course_lib.checks.lesson07 import check_cached_attention_step
+from course_lib.checks.lesson08 import check_grouped_query_attention, check_rms_norm, check_swiglu
 
 __all__ = [
     "check_next_token_targets",
@@ -21,4 +22,5 @@ __all__ = [
     "check_sinusoidal_positions", "check_apply_rope",
     "check_train_step",
     "check_cached_attention_step",
+    "check_rms_norm", "check_swiglu", "check_grouped_query_attention",
 ]
