@@ -11,6 +11,7 @@ from course_lib.checks.lesson04 import check_block_forward, check_count_params
 from course_lib.checks.lesson05 import check_apply_rope, check_sinusoidal_positions
 from course_lib.checks.lesson06 import check_train_step
 from course_lib.checks.lesson07 import check_cached_attention_step
+from course_lib.checks.lesson08 import check_grouped_query_attention, check_rms_norm, check_swiglu
 from course_lib.checks.lesson09 import check_params_from_config, check_tiled_attention
 from course_lib.checks.lesson10 import check_gpt2_to_tinylm
 
@@ -23,6 +24,7 @@ __all__ = [
     "check_sinusoidal_positions", "check_apply_rope",
     "check_train_step",
     "check_cached_attention_step",
+    "check_rms_norm", "check_swiglu", "check_grouped_query_attention",
     "check_params_from_config", "check_tiled_attention",
     "check_gpt2_to_tinylm",
 ]

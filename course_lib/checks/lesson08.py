@@ -1,0 +1,356 @@
+"""Checkers for lesson 08, the modern block: RMSNorm, SwiGLU and grouped-query attention.
+
+Each checker compares the learner's function with a float64 reference on small seeded
+inputs, and names the usual mistake when the answer matches one of them.
+"""
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from course_lib.checks.core import Checker
+
+HALF = (torch.float16, torch.bfloat16)
+
+
+def _tolerance(dtype):
+    """Absolute and relative tolerance for a result in `dtype`, against a float64 reference."""
+    return {torch.float16: 1e-2, torch.bfloat16: 3e-2}.get(dtype, 1e-5)
+
+
+def _close(got, want, dtype):
+    tol = _tolerance(dtype)
+    return got.shape == want.shape and bool(torch.allclose(got, want, atol=tol, rtol=tol))
+
+
+def _result(c, out, x, shape, case, what, finite_hint):
+    """The learner's result as a float64 tensor, after the checks every exercise shares:
+    not None, a torch tensor, the right shape and dtype, finite."""
+    __tracebackhide__ = True
+    if out is None:
+        c.fail("your function returned None", case=case,
+               hint=f"end the function with `return` and {what}")
+    if isinstance(out, np.ndarray):
+        c.fail("expected a torch tensor, got a NumPy array", case=case,
+               hint="stay in torch (torch.sqrt, x.pow(2).mean(...), @): a NumPy round trip "
+                    "also cuts the gradients that training needs")
+    if not isinstance(out, torch.Tensor):
+        c.fail("expected a torch tensor", case=case, got=type(out).__name__,
+               hint=f"return {what}, a single tensor")
+    c.shape(out, shape, "the result", case,
+            hint=f"the result has the same shape as the input, {tuple(shape)}")
+    if out.dtype != x.dtype:
+        c.fail("the result has the wrong dtype", case=case, expected=str(x.dtype),
+               got=str(out.dtype),
+               hint="return the result in the input's dtype: compute in float32 if you like, "
+                    "then convert back with .to(x.dtype)")
+    c.ok()
+    got = out.detach().double()
+    if not bool(torch.isfinite(got).all()):
+        c.fail("the result contains inf or NaN", case=case, got=got, hint=finite_hint)
+    c.ok()
+    return got
+
+
+def _unchanged(c, given, original, case, name="x"):
+    __tracebackhide__ = True
+    for g, o, n in zip(given, original, name.split(", ")):
+        if not torch.equal(g, o):
+            c.fail(f"your function changed its input {n} in place", case=case,
+                   hint="build new tensors instead of assigning into the inputs or using "
+                        "in-place operations (x /= ..., x.mul_(...)): the caller still needs them")
+    c.ok()
+
+
+def _grads_flow(c, fn, inputs, names, reference, case):
+    """The learner's function must pass gradients to every input, equal to the reference's."""
+    __tracebackhide__ = True
+    mine = [t.detach().clone().requires_grad_(True) for t in inputs]
+    out = c.call(*mine, case=case)
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        c.fail("no gradient flows through your function", case=case,
+               hint="use torch operations only: .detach(), .item(), NumPy or torch.no_grad() "
+                    "cut the graph, and the layer could not be trained")
+    out.double().sum().backward()
+    theirs = [t.detach().double().requires_grad_(True) for t in inputs]
+    reference(*theirs).sum().backward()
+    for name, a, b in zip(names, mine, theirs):
+        if a.grad is None:
+            c.fail(f"no gradient flows back to {name}", case=case,
+                   hint="use torch operations only: .detach(), .item(), NumPy or "
+                        "torch.no_grad() cut the graph, and the layer could not be trained")
+        if not torch.allclose(a.grad.double(), b.grad, atol=1e-4, rtol=1e-3):
+            c.fail(f"the gradient with respect to {name} is not right", case=case,
+                   expected=b.grad, got=a.grad,
+                   hint="the forward values are right, so something in between is not an "
+                        "ordinary torch operation: build the result from x with torch only")
+    c.ok()
+
+
+# ---------------------------------------------------------------------------
+# rms_norm
+# ---------------------------------------------------------------------------
+
+def _rms(x, w, eps):
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def _rms_norm_mistakes(x, w, eps):
+    """What the usual mistakes return, in float64, with the hint for each."""
+    centred = x - x.mean(-1, keepdim=True)
+    ms = x.pow(2).mean(-1, keepdim=True)
+    return [
+        (centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * w,
+         "RMSNorm does not subtract the mean (that is LayerNorm): divide x itself by "
+         "sqrt(mean(x^2) + eps)"),
+        (_rms(x, 1.0, eps),
+         "multiply the normalised x by `weight`, the learned gain (one number per feature)"),
+        (x / (torch.sqrt(ms) + eps) * w,
+         "eps goes inside the square root: x / sqrt(mean(x^2) + eps); you added it after "
+         "taking the root"),
+        (x / torch.sqrt(ms) * w,
+         "you left eps out: add it to the mean of the squares, inside the square root, "
+         "sqrt(mean(x^2) + eps)"),
+        (x / (ms + eps) * w,
+         "divide by the square root of the mean of the squares, sqrt(mean(x^2) + eps), "
+         "not by the mean itself"),
+        (x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w,
+         "take the mean of the squares over the last axis, not their sum: divide the sum "
+         "by C, or use .mean(-1, keepdim=True)"),
+        (x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps) * w,
+         "average the squares over the last axis (the C features of each position), "
+         "x.pow(2).mean(-1, keepdim=True), not over the first axis"),
+        (x / torch.sqrt(x.pow(2).mean() + eps) * w,
+         "average the squares over the last axis only (the C features of each position), "
+         "x.pow(2).mean(-1, keepdim=True), not over the whole tensor"),
+    ]
+
+
+def check_rms_norm(fn):
+    """Check rms_norm(x, weight, eps=1e-5) -> x / sqrt(mean(x^2, last axis) + eps) * weight."""
+    __tracebackhide__ = True
+    c = Checker("rms_norm", fn)
+    formula = "x / sqrt(mean(x^2 over the last axis) + eps) * weight"
+    gen = torch.Generator().manual_seed(8)
+    cases = [  # shape, dtype, scale, offset, eps
+        ((2, 3, 8), torch.float32, 1.0, 0.5, None),
+        ((5, 6), torch.float32, 0.3, -0.2, 0.5),         # a large eps against small x
+        ((4, 1, 6), torch.float64, 2.0, 1.0, 1e-3),
+        ((3, 8), torch.bfloat16, 1.0, 0.5, None),
+        ((2, 8), torch.float16, 300.0, 0.0, None),        # x * x overflows in float16
+    ]
+    for shape, dtype, scale, offset, eps in cases:
+        x = ((torch.randn(*shape, generator=gen, dtype=torch.float64) + offset) * scale).to(dtype)
+        w = (1 + 0.5 * torch.randn(shape[-1], generator=gen, dtype=torch.float64)).to(dtype)
+        kwargs = {} if eps is None else {"eps": eps}
+        case = (f"rms_norm(x, weight{'' if eps is None else f', eps={eps}'}), x of shape "
+                f"{shape} in {str(dtype).replace('torch.', '')}, its mean not 0")
+        given = (x.clone(), w.clone())
+        out = c.call(*given, case=case, **kwargs,
+                     crash_hint="average over the last axis with keepdim=True, so the (..., 1) "
+                                "root broadcasts against x (..., C); weight is (C,)")
+        _unchanged(c, given, (x, w), case, "x, weight")
+        got = _result(c, out, x, shape, case, "the normalised tensor",
+                      "in float16, x * x overflows past 65504: compute in float32 (x.float()), "
+                      "then convert the result back with .to(x.dtype)")
+        e = 1e-5 if eps is None else eps
+        want = _rms(x.double(), w.double(), e)
+        if not _close(got, want, dtype):
+            mistakes = _rms_norm_mistakes(x.double(), w.double(), e)
+            if dtype in HALF:
+                mistakes.insert(0, (_rms(x, w, e).double(),
+                                    "in half precision x * x overflows or rounds away: compute "
+                                    "it in float32 (x.float()) and convert the result back "
+                                    "with .to(x.dtype)"))
+            for wrong, hint in mistakes:
+                if _close(got, wrong, dtype):
+                    c.fail("the result is not right", case=case, expected=want, got=got, hint=hint)
+            if dtype in HALF:
+                c.fail("the result is not right", case=case, expected=want, got=got,
+                       hint=f"{formula}; compute it in float32 (x.float()) and convert the "
+                            f"result back with .to(x.dtype)")
+            c.fail("the result is not right", case=case, expected=want, got=got, hint=formula)
+        c.ok()
+    x = torch.randn(3, 8, generator=gen) + 0.5
+    w = 1 + 0.5 * torch.randn(8, generator=gen)
+    _grads_flow(c, fn, (x, w), ("x", "weight"), lambda x, w: _rms(x, w, 1e-5),
+                "rms_norm(x, weight) with x and weight requiring gradients")
+    c.done()
+
+
+# ---------------------------------------------------------------------------
+# swiglu
+# ---------------------------------------------------------------------------
+
+def _swiglu(x, w_gate, w_up, w_down):
+    return (F.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
+
+
+def _swiglu_mistakes(x, w_gate, w_up, w_down):
+    g, u = x @ w_gate.T, x @ w_up.T
+    down = w_down.T
+    return [
+        ((F.silu(u) * g) @ down,
+         "gate and up are swapped: the SiLU goes on the gate projection, silu(x @ w_gate.T), "
+         "which then multiplies the up projection x @ w_up.T"),
+        ((torch.sigmoid(g) * u) @ down,
+         "SiLU is g * sigmoid(g), not sigmoid(g) alone (that is the original GLU): use "
+         "torch.nn.functional.silu"),
+        ((F.gelu(g) * u) @ down,
+         "SwiGLU gates with SiLU (swish), g * sigmoid(g), not GELU (that would be GEGLU)"),
+        ((torch.relu(g) * u) @ down,
+         "SwiGLU gates with SiLU (swish), g * sigmoid(g), not ReLU (that would be ReGLU)"),
+        (F.silu(g * u) @ down,
+         "apply SiLU to the gate projection alone, then multiply: silu(x @ w_gate.T) * "
+         "(x @ w_up.T); you applied it to the product"),
+        (F.silu(g) @ down,
+         "multiply the gated projection by the up projection: silu(x @ w_gate.T) * "
+         "(x @ w_up.T); your answer has no up projection"),
+        (F.silu(u) @ down,
+         "the gate is missing: silu(x @ w_gate.T) * (x @ w_up.T), then the down projection"),
+        ((g * u) @ down,
+         "the SiLU is missing: silu(x @ w_gate.T) * (x @ w_up.T)"),
+        ((F.silu(g) + u) @ down,
+         "the gate multiplies the up projection element by element; you added them"),
+    ]
+
+
+def check_swiglu(fn):
+    """Check swiglu(x, w_gate, w_up, w_down) -> (silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T."""
+    __tracebackhide__ = True
+    c = Checker("swiglu", fn)
+    formula = "(silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T"
+    orientation = ("the weights are in nn.Linear's orientation (out, in): w_gate and w_up are "
+                   "(F, C), w_down is (C, F), so each is applied as x @ w.T")
+    gen = torch.Generator().manual_seed(80)
+    cases = [  # x shape, hidden width F, dtype
+        ((2, 3, 4), 6, torch.float32),
+        ((5, 6), 16, torch.float32),
+        ((1, 4, 8), 12, torch.float64),
+        ((3, 8), 12, torch.bfloat16),
+    ]
+    for shape, F_, dtype in cases:
+        C = shape[-1]
+        x = torch.randn(*shape, generator=gen, dtype=torch.float64).to(dtype)
+        ws = [(torch.randn(*s, generator=gen, dtype=torch.float64) / s[1] ** 0.5).to(dtype)
+              for s in ((F_, C), (F_, C), (C, F_))]
+        case = (f"x of shape {shape} (C={C}) in {str(dtype).replace('torch.', '')}; "
+                f"w_gate and w_up ({F_}, {C}), w_down ({C}, {F_})")
+        given = (x.clone(), *(w.clone() for w in ws))
+        out = c.call(*given, case=case, crash_hint=orientation)
+        _unchanged(c, given, (x, *ws), case, "x, w_gate, w_up, w_down")
+        if isinstance(out, torch.Tensor) and out.shape[-1] == F_ and F_ != C:
+            c.fail("the result has the hidden width F, not the model width C", case=case,
+                   expected=tuple(shape), got=tuple(out.shape),
+                   hint="project back to the model width with the down projection: ... @ w_down.T")
+        got = _result(c, out, x, shape, case, "the MLP's output", formula)
+        args = [t.double() for t in (x, *ws)]
+        want = _swiglu(*args)
+        if not _close(got, want, dtype):
+            for wrong, hint in _swiglu_mistakes(*args):
+                if _close(got, wrong, dtype):
+                    c.fail("the result is not right", case=case, expected=want, got=got, hint=hint)
+            c.fail("the result is not right", case=case, expected=want, got=got,
+                   hint=f"{formula}; {orientation}")
+        c.ok()
+    x = torch.randn(3, 4, generator=gen)
+    ws = [torch.randn(*s, generator=gen) / 2 for s in ((6, 4), (6, 4), (4, 6))]
+    _grads_flow(c, fn, (x, *ws), ("x", "w_gate", "w_up", "w_down"), _swiglu,
+                "swiglu(x, w_gate, w_up, w_down) with every input requiring gradients")
+    c.done()
+
+
+# ---------------------------------------------------------------------------
+# grouped_query_attention
+# ---------------------------------------------------------------------------
+
+def _gqa(q, k, v, *, order="block", scale=None, causal=True, diagonal=True, softmax_dim=-1):
+    """Causal grouped-query attention in float64, with one of the usual mistakes switched on."""
+    H, Hkv, T = q.shape[1], k.shape[1], q.shape[2]
+    n_rep = H // Hkv
+    if order == "block":
+        k, v = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
+    else:
+        k, v = k.repeat(1, n_rep, 1, 1), v.repeat(1, n_rep, 1, 1)
+    scale = math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = q @ k.transpose(-1, -2) / scale                         # (B, H, T, T)
+    if causal:
+        hidden = torch.ones(T, T, dtype=torch.bool).triu(1 if diagonal else 0)
+        if not diagonal:
+            hidden[0, 0] = False                                       # row 0 would be all -inf
+        scores = scores.masked_fill(hidden, float("-inf"))
+    return torch.softmax(scores, dim=softmax_dim) @ v
+
+
+def _gqa_mistakes(q, k, v):
+    D, H = q.shape[-1], q.shape[1]
+    return [
+        (_gqa(q, k, v, order="tile"),
+         "query head h reads key/value head h // n_rep (n_rep = H // Hkv): the copies of one "
+         "head sit next to each other, kv0, kv0, kv1, kv1, ... (repeat_interleave on the head "
+         "axis); you tiled the whole set, kv0, kv1, kv0, kv1 (repeat)"),
+        (_gqa(q, k, v, scale=1.0),
+         "divide the scores by sqrt(D), the square root of the head size d_head"),
+        (_gqa(q, k, v, scale=float(D)),
+         "divide the scores by sqrt(D), the square root of the head size, not by D itself"),
+        (_gqa(q, k, v, scale=math.sqrt(D * H)),
+         "divide the scores by sqrt(D), the square root of the head size q.shape[-1], not of "
+         "the model width"),
+        (_gqa(q, k, v, causal=False),
+         "the attention must be causal: query i sees keys j <= i only; add -inf above the "
+         "diagonal before the softmax"),
+        (_gqa(q, k, v, diagonal=False),
+         "each query may see its own position: hide only the keys j > i (triu with "
+         "diagonal=1)"),
+        (_gqa(q, k, v, softmax_dim=-2),
+         "take the softmax over the keys, the last axis of the scores (dim=-1)"),
+    ]
+
+
+def check_grouped_query_attention(fn):
+    """Check grouped_query_attention(q, k, v): causal attention, query head h reading KV head
+    h // (H // Hkv)."""
+    __tracebackhide__ = True
+    c = Checker("grouped_query_attention", fn)
+    formula = ("repeat each key/value head n_rep = H // Hkv times next to itself "
+               "(repeat_interleave(n_rep, dim=1)), then causal softmax(q k^T / sqrt(D)) v")
+    gen = torch.Generator().manual_seed(88)
+    cases = [  # B, H, Hkv, T, D, dtype
+        (2, 4, 2, 5, 6, torch.float32),
+        (1, 6, 2, 4, 4, torch.float32),
+        (2, 6, 3, 3, 8, torch.float64),
+        (1, 4, 1, 5, 4, torch.float32),      # multi-query attention: one KV head for all
+        (1, 3, 3, 4, 4, torch.float32),      # as many KV heads as query heads: plain attention
+        (2, 4, 2, 6, 8, torch.bfloat16),
+    ]
+    for B, H, Hkv, T, D, dtype in cases:
+        q, k, v = (torch.randn(B, h, T, D, generator=gen, dtype=torch.float64).to(dtype)
+                   for h in (H, Hkv, Hkv))
+        case = (f"q ({B}, {H}, {T}, {D}), k and v ({B}, {Hkv}, {T}, {D}): {H} query heads "
+                f"sharing {Hkv} key/value heads, in {str(dtype).replace('torch.', '')}")
+        given = (q.clone(), k.clone(), v.clone())
+        out = c.call(*given, case=case,
+                     crash_hint="make k and v (B, H, T, D) first by repeating each key/value "
+                                "head H // Hkv times on axis 1, then attend as in lesson 03")
+        _unchanged(c, given, (q, k, v), case, "q, k, v")
+        if isinstance(out, torch.Tensor) and out.shape == (B, Hkv, T, D) and Hkv != H:
+            c.fail("the result has one head per key/value head, not per query head", case=case,
+                   expected=(B, H, T, D), got=tuple(out.shape),
+                   hint="every query head gives an output: repeat k and v up to H heads")
+        got = _result(c, out, q, (B, H, T, D), case, "the attention output (B, H, T, D)",
+                      "a row of scores that is all -inf gives 0/0 = NaN: each query must see at "
+                      "least its own position, so hide only the keys j > i")
+        args = [t.double() for t in (q, k, v)]
+        want = _gqa(*args)
+        if not _close(got, want, dtype):
+            for wrong, hint in _gqa_mistakes(*args):
+                if _close(got, wrong, dtype):
+                    c.fail("the result is not right", case=case, expected=want[0, :, -1],
+                           got=got[0, :, -1], hint=hint)
+            c.fail("the result is not right (shown: the last position of every head)", case=case,
+                   expected=want[0, :, -1], got=got[0, :, -1], hint=formula)
+        c.ok()
+    q, k, v = (torch.randn(1, h, 4, 4, generator=gen) for h in (4, 2, 2))
+    _grads_flow(c, fn, (q, k, v), ("q", "k", "v"), _gqa, "q, k and v requiring gradients")
+    c.done()
