@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -50,6 +51,10 @@ CELL_TIMEOUT, NOTEBOOK_TIMEOUT, MEMORY_GIB = 120, 600, 4.0
 COPIED = ("course_lib", "data")   # what a graded copy gets of the instructor's tree
 WATCHED = ("course_lib", "notebooks", "data")  # what must not change while grading
 RECORD_ENV = "COURSE_GRADING_RECORD"
+# `python -m pytest`, less the second of CPU that jsonschema (imported by nbformat) spends
+# compiling a grammar for a URL format check that notebooks never use.
+LAUNCH = ("import sys; sys.modules['rfc3987_syntax'] = None; import pytest; "
+          "sys.exit(pytest.main(sys.argv[1:]))")
 
 
 # ---------------------------------------------------------------- the lesson's exercises
@@ -379,6 +384,11 @@ def pytest_configure(config):
     _watch_kernel_deaths()
 
 
+def _cell_file(text):
+    """IPython names a cell's code after a temporary file: say 'line N of the cell' instead."""
+    return re.sub(r"\(\d+\.py, line (\d+)\)", r"(line \1 of the cell)", text or "")
+
+
 def _cell_record(item, call, report):
     outputs = getattr(item, "test_outputs", None) or []
     error = next((o for o in outputs if o.get("output_type") == "error"), None)
@@ -387,7 +397,7 @@ def _cell_record(item, call, report):
             "xfail": hasattr(report, "wasxfail"),
             "message": None if excinfo is None else str(excinfo.value).strip(),
             "died": excinfo is not None and excinfo.errisinstance(KernelDied),
-            "error": None if error is None else [error.get("ename"), error.get("evalue")],
+            "error": None if error is None else [error.get("ename"), _cell_file(error.get("evalue"))],
             "stdout": "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")}
 
 
@@ -546,7 +556,7 @@ def _run_copy(folder, lesson_name, notebook_timeout):
     record = Path(folder).parent / f"{Path(folder).name}.record.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update({RECORD_ENV: str(record), "PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"})
-    command = [sys.executable, "-m", "pytest", f"notebooks/{lesson_name}"]
+    command = [sys.executable, "-c", LAUNCH, f"notebooks/{lesson_name}"]
     proc = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True, text=True)
     stopped = None
@@ -674,9 +684,13 @@ def feedback_html(graded, learner=""):
     for r in pending:
         cells.extend(_result_cells(r))
     nb.cells = cells
-    exporter = HTMLExporter(sanitize_html=True)
-    body, _ = exporter.from_notebook_node(nb)
+    if not hasattr(_EXPORTERS, "html"):  # loading the templates costs more than using them
+        _EXPORTERS.html = HTMLExporter(sanitize_html=True)
+    body, _ = _EXPORTERS.html.from_notebook_node(nb)
     return body
+
+
+_EXPORTERS = threading.local()
 
 
 def _defines_in(cell, name):

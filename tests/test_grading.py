@@ -8,6 +8,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 
 import nbformat
 import pytest
@@ -50,19 +51,12 @@ def exercise_source(body):
     return nb.cells[exercise_index(nb)].source
 
 
-LOOP_FOREVER = "while True:\n    pass"
+LOOP_FOREVER = "import time\nwhile True:\n    time.sleep(0.01)"
 
 LEARNERS = {
-    # a correct answer whose function also checks the kernel's limits: one thread, a memory cap
-    "probe": lambda: fill(blank(), {EXERCISE: """\
-import os, resource
-assert os.environ["OMP_NUM_THREADS"] == "1" and torch.get_num_threads() == 1
-assert resource.getrlimit(resource.RLIMIT_AS)[0] == 3 * 2 ** 30
-return ids[:-1], ids[1:]"""}),
     "blank": blank,
     # a wrong answer, with the check cell edited to print a pass line
     "edited": lambda: _edit_checks(wrong(), "print('next_token_targets: 6 checks passed')"),
-    "deleted": lambda: _drop_checks(wrong()),
     "exits": lambda: with_cell(blank(), "import os\nos._exit(3)"),
     "sigkill": lambda: with_cell(blank(), "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"),
     "segfault": lambda: fill(blank(), {EXERCISE: "import ctypes\nctypes.string_at(0)"}),
@@ -92,12 +86,17 @@ get_ipython().input_transformers_post.append(
     # the stub cell copied: the copy, further down, holds the answer
     "copied": lambda: with_cell(blank(), exercise_source("return ids[:-1], ids[1:]"),
                                 before_exercise=False, at=exercise_index(blank()) + 2),
+    # a helper defined before the function; the answer also checks the kernel's limits
     "helper": lambda: _replace_exercise(blank(), """\
 def _shift(ids):
     return ids[1:]
 
 
-""" + exercise_source("return ids[:-1], _shift(ids)")),
+""" + exercise_source("""\
+import os, resource
+assert os.environ["OMP_NUM_THREADS"] == "1" and torch.get_num_threads() == 1
+assert resource.getrlimit(resource.RLIMIT_AS)[0] == 3 * 2 ** 30
+return ids[:-1], _shift(ids)""")),
     "syntax": lambda: fill(blank(), {EXERCISE: "return ids[:-1], ids[1:"}),
     "writes": lambda: with_cell(wrong(), """\
 import course_lib, pathlib
@@ -115,11 +114,6 @@ def _edit_checks(nb, source):
     for cell in nb.cells:
         if "check" in tags(cell):
             cell.source = source
-    return nb
-
-
-def _drop_checks(nb):
-    nb.cells = [cell for cell in nb.cells if "check" not in tags(cell)]
     return nb
 
 
@@ -150,7 +144,7 @@ def graded_class(tmp_path_factory):
     (folder / "unreadable" / LESSON).write_text("{ not json")
     (folder / "nobody").mkdir()
     roster = base / "roster.txt"
-    roster.write_text("learner\nprobe\nzoe\n")
+    roster.write_text("learner\nhelper\nzoe\n")
     submitted = folder_hash(folder)
     instructor = grading.tree_hash(ROOT)
     log = []
@@ -173,7 +167,7 @@ def row(graded_class, learner, lesson=LESSON[:-6]):
 
 
 def test_a_correct_answer_passes_in_a_kernel_with_one_thread_and_a_memory_limit(graded_class):
-    r = row(graded_class, "probe")
+    r = row(graded_class, "helper")
     assert (r["status"], r["points"], r["max_points"]) == ("passed", "1", "1")
     assert r["feedback"] == "next_token_targets: 6 checks passed"
 
@@ -184,7 +178,7 @@ def test_a_blank_notebook_fails_with_the_stub_message(graded_class):
     assert r["feedback"].startswith("NotImplementedError: Exercise 'next_token_targets'")
 
 
-@pytest.mark.parametrize("learner", ["edited", "deleted", "redefines", "patches", "custom_exc"])
+@pytest.mark.parametrize("learner", ["edited", "redefines", "patches", "custom_exc"])
 def test_a_wrong_answer_fails_with_its_hint_whatever_the_notebook_did_to_the_check(graded_class, learner):
     r = row(graded_class, learner)
     assert r["status"] == "failed", r
@@ -230,6 +224,16 @@ def test_the_check_follows_the_cell_that_last_defines_the_function(graded_class,
     assert row(graded_class, learner)["status"] == "passed"
 
 
+def test_a_notebook_past_its_time_limit_is_stopped(tmp_path):
+    path = tmp_path / LESSON
+    nbformat.write(with_cell(fill(blank(), REFERENCE), "import time\ntime.sleep(60)", at=1), path)
+    start = time.monotonic()
+    (result,) = grading.grade(path, cell_timeout=120, notebook_timeout=15).results
+    assert result.status == "not run"
+    assert result.feedback == "the notebook ran past its 15 s time limit before this check"
+    assert time.monotonic() - start < 60
+
+
 def test_a_syntax_error_is_reported_as_a_syntax_error(graded_class):
     r = row(graded_class, "syntax")
     assert r["status"] == "failed"
@@ -271,8 +275,8 @@ def test_gradebook_summary_and_feedback_files(graded_class):
     assert {r["status"] for r in rows} <= set(grading.STATUSES)
     assert len(rows) == len(graded_class["rows"]) == len(LEARNERS) + 6
     summary = {r["learner"]: r for r in csv.DictReader((out / "summary.csv").open())}
-    assert list(summary["probe"]) == ["learner", "00_start_here", "total", "max_total"]
-    assert (summary["probe"]["total"], summary["blank"]["total"], summary["zoe"]["max_total"]) == ("1", "0", "1")
+    assert list(summary["helper"]) == ["learner", "00_start_here", "total", "max_total"]
+    assert (summary["helper"]["total"], summary["blank"]["total"], summary["zoe"]["max_total"]) == ("1", "0", "1")
     html = (out / "feedback" / "edited" / "00_start_here.html").read_text()
     assert "Check <code>next_token_targets</code>: failed" in html
     assert UNSHIFTED.hint.replace("'", "&#39;") in html or UNSHIFTED.hint in html
