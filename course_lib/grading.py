@@ -187,7 +187,11 @@ addopts = --nbval-lax --nbval-current-env -p no:cacheprovider -q
 STARTUP = '''\
 # Written by course_lib.grading: the kernel's limits, set before any learner code runs.
 def _grading_limits():
-    import os, resource
+    import os
+    try:
+        import resource
+    except ImportError:  # Windows: no limits but the time limits
+        return
     memory = int(os.environ.get("COURSE_GRADING_MEMORY", "0"))
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -588,6 +592,8 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     lesson_path = Path(lesson) if lesson else index.get(path.name)
     try:
         submission = nbformat.read(path, as_version=4)
+        if not isinstance(submission.get("cells"), list):
+            raise ValueError("it has no list of cells")
     except Exception as e:  # not JSON, not a notebook, unreadable
         submission = None
         unreadable = f"the notebook could not be read ({type(e).__name__}: {str(e)[:200]})"
@@ -653,6 +659,7 @@ def _first_line(source):
 def feedback_html(graded, learner=""):
     """The learner's notebook as HTML, with each check's result after the cell that defines it."""
     from nbconvert import HTMLExporter
+    from traitlets.config import Config
     nb = copy.deepcopy(graded.submission) if graded.submission is not None else nbformat.v4.new_notebook()
     nb.cells = [c for c in nb.cells if not (c.get("cell_type") == "code" and "check" in tags(c))]
     earned = sum(r.points for r in graded.results)
@@ -685,7 +692,9 @@ def feedback_html(graded, learner=""):
         cells.extend(_result_cells(r))
     nb.cells = cells
     if not hasattr(_EXPORTERS, "html"):  # loading the templates costs more than using them
-        _EXPORTERS.html = HTMLExporter(sanitize_html=True)
+        # the learner's own HTML (in markdown and outputs) is escaped: no script runs when opened
+        _EXPORTERS.html = HTMLExporter(config=Config(
+            {"HTMLExporter": {"preprocessors": ["nbconvert.preprocessors.sanitize.SanitizeHTML"]}}))
     body, _ = _EXPORTERS.html.from_notebook_node(nb)
     return body
 
@@ -914,6 +923,20 @@ def _write_summary(path, rows, lessons):
 
 # ---------------------------------------------------------------- command line
 
+def _lesson_names(text, lessons=LESSONS):
+    """Lesson stems from '00,01_attention_by_hand,...': a number or a name each."""
+    if not text:
+        return None
+    stems = [p.stem for p in sorted(Path(lessons).glob("*.ipynb"))]
+    found = []
+    for part in filter(None, (t.strip() for t in text.split(","))):
+        match = [s for s in stems if s == part or s.split("_")[0] == part]
+        if len(match) != 1:
+            raise SystemExit(f"error: --lessons: no single lesson is {part!r}; lessons: {', '.join(stems)}")
+        found.append(match[0])
+    return found
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Grade exercise notebooks with nbval against the "
                                                  "lessons' checks.")
@@ -943,7 +966,7 @@ def main(argv=None):
     if args.folder:
         try:
             rows, problems = grade_class(args.path, args.out, jobs=args.jobs, roster=args.roster,
-                                         only=args.lessons.split(",") if args.lessons else None,
+                                         only=_lesson_names(args.lessons),
                                          html=not args.no_html, **limits)
         except FileNotFoundError as e:
             print(f"error: {e}", file=sys.stderr)
@@ -974,6 +997,7 @@ def main(argv=None):
     if touched:
         print(f"WARNING: the instructor's files changed while grading: {', '.join(touched)}")
         return 1
+    print(f"checked: course_lib, notebooks/ and data/ are unchanged ({len(watched)} files)")
     return 0 if graded.problem is None and earned == total else 1
 
 

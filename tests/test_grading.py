@@ -370,6 +370,16 @@ def test_points_come_from_the_check_cells_metadata(tmp_path):
         grading.lesson_exercises(lesson)
 
 
+def test_feedback_html_escapes_the_learners_own_html():
+    nb = blank()
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell("## Mine <script>alert(1)</script>"))
+    graded = grading.Graded(ROOT / LESSON, "00_start_here", submission=nb, results=[
+        grading.Result(EXERCISE, "failed", "Hint: <script>alert(2)</script>", 0, 1)])
+    html = grading.feedback_html(graded, "ada")
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)" in html
+    assert "Check <code>next_token_targets</code>: failed" in html and "0 of 1 points" in html
+
+
 def test_defines_finds_helpers_copies_imports_and_broken_cells():
     assert grading.defines("def helper():\n    pass\n\ndef f(x):\n    return x", "f")
     assert grading.defines("from mine import f", "f")
