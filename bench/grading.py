@@ -69,17 +69,25 @@ def main(argv=None):
         make_class(Path(tmp) / "class", args.learners, lessons)
         n = args.learners * len(lessons)
         start, cpu = time.monotonic(), os.times()
-        rows, problems = grading.grade_class(Path(tmp) / "class", Path(tmp) / "grades", jobs=jobs,
-                                             html=True, log=lambda line: None)
+        warnings = []
+        rows, problems = grading.grade_class(
+            Path(tmp) / "class", Path(tmp) / "grades", jobs=jobs, html=True,
+            log=lambda line: warnings.append(line) if line.startswith("WARNING") else None)
         seconds = time.monotonic() - start
         after = os.times()
-    children = (after.children_user + after.children_system) - (cpu.children_user + cpu.children_system)
+    used = sum(after[:4]) - sum(cpu[:4])  # this process and its children: the grader, pytest, kernels
     print(f"class: {args.learners} learners x {len(lessons)} lessons "
           f"({', '.join(p.stem for p in lessons)}) = {n} notebooks, --jobs {jobs}")
-    print(f"verdicts: {dict(Counter(r['status'] for r in rows))}, problems: {problems}")
+    print(f"verdicts: {dict(Counter(r['status'] for r in rows))}")
+    for line in warnings + [f"{r['learner']}/{r['lesson']}: {r['feedback']}" for r in rows
+                            if r["status"] in ("not run", "missing")]:
+        print(f"  problem: {line}")
     print(f"graded in {seconds:.0f} s: {60 * n / seconds:.1f} notebooks per minute, "
-          f"{seconds * jobs / n:.1f} s of a job per notebook, {children / n:.1f} s of CPU per notebook")
-    print(f"at this rate 30 learners x 8 lessons take {240 * seconds / n / 60:.1f} min")
+          f"{seconds * jobs / n:.1f} s of a job per notebook; at this rate 30 learners x 8 "
+          f"lessons take {240 * seconds / n / 60:.1f} min")
+    print(f"CPU time: {used / n:.1f} s per notebook (grader, pytest and kernel together); "
+          f"on {jobs} otherwise idle cores 240 notebooks would need about "
+          f"{240 * used / n / jobs / 60:.1f} min")
 
 
 if __name__ == "__main__":

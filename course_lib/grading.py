@@ -65,7 +65,6 @@ class Exercise:
     points: float
     pass_output: list   # the check cell's stored outputs in the lesson: its pass line
     module: str         # the checker's module, e.g. course_lib.checks.lesson00
-    check_source: str   # the lesson's check cell, e.g. check_softmax(softmax)
 
 
 def checker_module(name, root=ROOT):
@@ -92,7 +91,7 @@ def lesson_exercises(lesson, root=ROOT):
             raise ValueError(f"the lesson's check cell of '{name}' should hold its stored pass line "
                              f"'{name}: N checks passed'; rerun the lesson and save it")
         found.append(Exercise(name, points, [copy.deepcopy(o) for o in lines],
-                              checker_module(name, root), check.source.strip()))
+                              checker_module(name, root)))
     return found
 
 
@@ -488,7 +487,8 @@ def _why(cell, p, cells, settings, died, hung, limit, stopped):
                           f"when interrupted (a loop that catches KeyboardInterrupt?), so the kernel "
                           f"was stopped")
     if "Timeout of" in message and "waiting for output" not in message:
-        return "failed", f"the check ran past the {limit:g} s time limit per cell (an endless loop, or far too slow?)"
+        return "failed", (f"the check ran past the {limit:g} s time limit per cell (an endless loop, "
+                          f"or far too slow?)")
     if p.defined_in is None:
         return "failed", (f"no cell defines {p.exercise}: was the exercise cell deleted, or its "
                           f"function renamed?")
@@ -510,7 +510,8 @@ def _why(cell, p, cells, settings, died, hung, limit, stopped):
     if said.startswith("interrupted"):
         return "failed", f"the check ran past the {limit:g} s time limit per cell"
     if not said:
-        return "failed", f"the check printed nothing, so no pass line ({message.splitlines()[0] if message else 'no output'})"
+        first = message.splitlines()[0] if message else "no output"
+        return "failed", f"the check printed nothing, so no pass line ({first})"
     return "failed", cause + said
 
 
@@ -649,7 +650,8 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
 
 
 def _first_line(source):
-    lines = [line.strip() for line in source.splitlines() if line.strip() and not line.strip().startswith("#")]
+    lines = [line.strip() for line in source.splitlines()
+             if line.strip() and not line.strip().startswith("#")]
     line = lines[0] if lines else ""
     return line if len(line) <= 60 else line[:57] + "..."
 
@@ -721,7 +723,7 @@ def _result_cells(r):
 
 # ---------------------------------------------------------------- a class
 
-def _learner_units(folder, lessons):
+def _learner_units(folder):
     """(learner folders, [(learner, path)], [(learner, file, problem)]) found under the class folder."""
     learners, units, problems = [], [], []
     for entry in sorted(Path(folder).iterdir()):
@@ -774,7 +776,7 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
     if not folder.is_dir():
         raise FileNotFoundError(f"there is no class folder at {folder}: make one with a folder per "
                                 f"learner holding their notebooks, e.g. {folder}/ada/00_start_here.ipynb")
-    learners, units, loose = _learner_units(folder, lessons)
+    learners, units, loose = _learner_units(folder)
     names = read_roster(roster) if roster else []
     if not learners and not loose and not names:
         raise FileNotFoundError(f"the class folder {folder} is empty: it needs a folder per learner "
@@ -834,7 +836,10 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 if html and graded.lesson is not None:
                     target = out / "feedback" / learner / f"{graded.lesson}.html"
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_text(feedback_html(graded, learner), encoding="utf-8")
+                    try:
+                        target.write_text(feedback_html(graded, learner), encoding="utf-8")
+                    except Exception as e:  # nbconvert on an odd notebook: the grades still stand
+                        log(f"{learner}/{path.name}: no feedback file ({type(e).__name__}: {e})")
                 earned = sum(float(r["points"]) for r in rows)
                 total = sum(float(r["max_points"]) for r in rows)
                 log(f"[{done}/{len(todo)}] {learner}/{path.name}: "
@@ -892,7 +897,8 @@ def _read_gradebook(path):
         for row in reader:
             key = (row["learner"], row["lesson"])
             rows = runs.setdefault(key, [])
-            if rows and rows[-1]["sha256"] != row["sha256"] or any(r["exercise"] == row["exercise"] for r in rows):
+            if rows and (rows[-1]["sha256"] != row["sha256"]
+                         or any(r["exercise"] == row["exercise"] for r in rows)):
                 rows.clear()
             rows.append(row)
     return runs

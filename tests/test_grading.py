@@ -57,8 +57,8 @@ LEARNERS = {
     "blank": blank,
     # a wrong answer, with the check cell edited to print a pass line
     "edited": lambda: _edit_checks(wrong(), "print('next_token_targets: 6 checks passed')"),
-    "exits": lambda: with_cell(blank(), "import os\nos._exit(3)"),
-    "sigkill": lambda: with_cell(blank(), "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"),
+    "exits": lambda: with_cell(blank(), "import os\nos._exit(3)", at=1),
+    "sigkill": lambda: with_cell(blank(), "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", at=1),
     "segfault": lambda: fill(blank(), {EXERCISE: "import ctypes\nctypes.string_at(0)"}),
     "swallows": lambda: with_cell(blank(), """\
 import time
