@@ -26,9 +26,11 @@ import copy
 import csv
 import datetime
 import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -50,10 +52,12 @@ GRADEBOOK = ["learner", "lesson", "exercise", "points", "max_points", "status", 
 CELL_TIMEOUT, NOTEBOOK_TIMEOUT, MEMORY_GIB = 120, 600, 4.0
 COPIED = ("course_lib", "data")   # what a graded copy gets of the instructor's tree
 WATCHED = ("course_lib", "notebooks", "data")  # what must not change while grading
-RECORD_ENV = "COURSE_GRADING_RECORD"
 # `python -m pytest`, less the second of CPU that jsonschema (imported by nbformat) spends
-# compiling a grammar for a URL format check that notebooks never use.
-LAUNCH = ("import sys; sys.modules['rfc3987_syntax'] = None; import pytest; "
+# compiling a grammar for a URL format check that notebooks never use. The grader sends
+# where to record each cell's result, and a key to sign it with, on stdin: never in the
+# environment or a file that the kernel, a child of pytest, could read.
+LAUNCH = ("import json, sys; sys.modules['rfc3987_syntax'] = None; import course_lib.grading as g; "
+          "g._RECORD = json.loads(sys.stdin.readline()); sys.stdin.close(); import pytest; "
           "sys.exit(pytest.main(sys.argv[1:]))")
 
 
@@ -362,22 +366,39 @@ def _watch_kernel_deaths():
     RunningKernel._grading_patched = True
 
 
-_RECORD = None
+_RECORD = None  # [path, key] when the grader runs pytest
+
+
+def _sign(key, text):
+    return hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()
 
 
 def _record(entry):
-    if _RECORD is not None:
-        with open(_RECORD, "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
+    if _RECORD:
+        path, key = _RECORD
+        text = json.dumps(entry)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{_sign(key, text)} {text}\n")
+
+
+def _read_records(path, key):
+    """The entries the plugin wrote and signed; (entries, whether any line was forged)."""
+    entries, forged = [], False
+    if Path(path).exists():
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            mac, _, text = line.partition(" ")
+            if hmac.compare_digest(mac, _sign(key, text)):
+                entries.append(json.loads(text))
+            else:
+                forged = True
+    return entries, forged
 
 
 def pytest_configure(config):
     """Set the kernel's environment and limits from grading.json before nbval starts it."""
-    global _RECORD
     folder = Path(config.rootpath)
     settings = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
     config.option.nbval_cell_timeout = settings["cell_timeout"]
-    _RECORD = os.environ.pop(RECORD_ENV, None)  # the kernel never sees where results go
     threads = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                 "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
     os.environ.update(threads, PYTHONPATH=os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")]),
@@ -558,30 +579,35 @@ def submission_hash(path, lesson_path, root=ROOT):
 
 def _run_copy(folder, lesson_name, notebook_timeout):
     """Run pytest on the copy; (per-cell records, why it stopped early or None)."""
-    record = Path(folder).parent / f"{Path(folder).name}.record.jsonl"
+    private = Path(tempfile.mkdtemp(prefix="grading-"))
+    record, key = private / f"{secrets.token_hex(8)}.jsonl", secrets.token_hex(32)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update({RECORD_ENV: str(record), "PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update({"PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"})
     command = [sys.executable, "-c", LAUNCH, f"notebooks/{lesson_name}"]
-    proc = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True, text=True)
+    proc = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, text=True)
     stopped = None
     try:
-        output, _ = proc.communicate(timeout=notebook_timeout)
+        output, _ = proc.communicate(json.dumps([str(record), key]) + "\n", timeout=notebook_timeout)
     except subprocess.TimeoutExpired:
         stopped = f"the notebook ran past its {notebook_timeout:g} s time limit before this check"
         os.killpg(proc.pid, signal.SIGKILL)
         output, _ = proc.communicate()
-    entries = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+    entries, forged = _read_records(record, key)
+    shutil.rmtree(private, ignore_errors=True)
     for entry in entries if stopped else []:  # the kernel of a run killed at its time limit
         if "kernel_pid" in entry:
             try:
                 os.kill(entry["kernel_pid"], signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+    if forged:
+        return {}, ("the grader's record of this run was written to by something else, so none "
+                    "of it counts")
     cells = {e["cell"]: e for e in entries if "cell" in e}
     if stopped is None and proc.returncode not in (0, 1):
         stopped = f"pytest stopped with status {proc.returncode}: {output.strip()[-500:]}"
-    record.unlink(missing_ok=True)
     return cells, stopped
 
 

@@ -380,6 +380,15 @@ def test_feedback_html_escapes_the_learners_own_html():
     assert "Check <code>next_token_targets</code>: failed" in html and "0 of 1 points" in html
 
 
+def test_a_record_line_not_signed_by_the_plugin_is_refused(tmp_path, monkeypatch):
+    path = tmp_path / "record.jsonl"
+    monkeypatch.setattr(grading, "_RECORD", [str(path), "secret"])
+    grading._record({"cell": 0, "outcome": "failed"})
+    with path.open("a") as f:
+        f.write('0000 {"cell": 0, "outcome": "passed"}\n')
+    assert grading._read_records(path, "secret") == ([{"cell": 0, "outcome": "failed"}], True)
+
+
 def test_defines_finds_helpers_copies_imports_and_broken_cells():
     assert grading.defines("def helper():\n    pass\n\ndef f(x):\n    return x", "f")
     assert grading.defines("from mine import f", "f")
