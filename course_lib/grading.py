@@ -520,7 +520,7 @@ def _why(cell, p, cells, settings, died, hung, limit, stopped):
         ename, evalue = defined["error"]
         cause = (f"the cell that defines {p.exercise}, {_cell_name(settings, p.defined_in)}, "
                  f"raised {ename}: {evalue}. Then the check said: ")
-    elif earlier:
+    elif earlier and cell["stdout"].startswith("NameError"):  # what was never defined, and why
         ename, evalue = cells[earlier[0]]["error"]
         cause = f"{_cell_name(settings, earlier[0])} raised {ename}: {evalue}. Then the check said: "
     if cell["error"]:
