@@ -41,6 +41,8 @@ notebooks: setup
 		--ExecutePreprocessor.timeout=600 notebooks/*.ipynb
 	$(PYTHON) -m course_lib.exercises
 
-# Learners: grade one notebook, e.g. `make grade NB=exercises/01_attention_by_hand.ipynb`.
+# Learners: grade one notebook as the instructor will, e.g.
+# `make grade NB=exercises/01_attention_by_hand.ipynb` (nbval runs a graded copy in a temporary folder).
 grade: setup
-	$(PYTHON) -m course_lib.grading $(NB)
+	@test -n "$(NB)" || { echo "usage: make grade NB=exercises/00_start_here.ipynb"; exit 2; }
+	$(PYTHON) -m course_lib.grading "$(NB)"

@@ -1,0 +1,94 @@
+"""Grading speed: a generated class graded by `course_lib.grading`, in notebooks per minute.
+
+    OMP_NUM_THREADS=1 .venv/bin/python bench/grading.py                   # 30 learners x every lesson
+    OMP_NUM_THREADS=1 .venv/bin/python bench/grading.py --learners 4 --lessons 00,01 --jobs 2
+
+Learner i answers every exercise correctly (i % 3 == 0), with a known-wrong answer
+from tests/answers.py (i % 3 == 1), or leaves the stubs blank (i % 3 == 2). The class is
+graded once into a temporary folder, and the script prints notebooks per minute, the
+time per notebook, the verdicts, and the machine it ran on (with its load, since a
+shared machine grades more slowly).
+"""
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from course_lib import grading  # noqa: E402
+from course_lib.exercises import exercises  # noqa: E402
+
+from answers import REFERENCE, WRONG  # noqa: E402
+from notebook_tools import fill  # noqa: E402
+
+
+def make_class(folder, learners, lessons):
+    """A class folder: learner_NN/<lesson>.ipynb, a third each correct, wrong and blank."""
+    wrong = {}
+    for w in WRONG:
+        wrong.setdefault(w.exercise, w.body)
+    for i in range(learners):
+        learner = Path(folder) / f"learner_{i:02d}"
+        learner.mkdir(parents=True)
+        for lesson in lessons:
+            nb = nbformat.read(ROOT / "exercises" / lesson.name, as_version=4)
+            names = [name for name, _, _ in exercises(nb)]
+            answers = [REFERENCE, wrong, {}][i % 3]
+            nbformat.write(fill(nb, {n: answers[n] for n in names if n in answers}), learner / lesson.name)
+
+
+def machine():
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
+    import torch
+    return (f"{platform.machine()}, {grading.cores()} cores available to this process, "
+            f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
+            f"torch {torch.__version__}; load average before: {load[0]:.1f}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--learners", type=int, default=30)
+    parser.add_argument("--lessons", help="comma-separated lesson numbers, e.g. 00,01 (default: all)")
+    parser.add_argument("--jobs", type=int, default=None, help="default: the number of cores")
+    args = parser.parse_args(argv)
+    lessons = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if args.lessons:
+        wanted = args.lessons.split(",")
+        lessons = [p for p in lessons if p.name[:2] in wanted]
+    jobs = args.jobs or grading.cores()
+    print(f"machine: {machine()}")
+    with tempfile.TemporaryDirectory(prefix="grading-bench-") as tmp:
+        make_class(Path(tmp) / "class", args.learners, lessons)
+        n = args.learners * len(lessons)
+        start, cpu = time.monotonic(), os.times()
+        warnings = []
+        rows, problems = grading.grade_class(
+            Path(tmp) / "class", Path(tmp) / "grades", jobs=jobs, html=True,
+            log=lambda line: warnings.append(line) if line.startswith("WARNING") else None)
+        seconds = time.monotonic() - start
+        after = os.times()
+    used = sum(after[:4]) - sum(cpu[:4])  # this process and its children: the grader, pytest, kernels
+    print(f"class: {args.learners} learners x {len(lessons)} lessons "
+          f"({', '.join(p.stem for p in lessons)}) = {n} notebooks, --jobs {jobs}")
+    print(f"verdicts: {dict(Counter(r['status'] for r in rows))}")
+    for line in warnings + [f"{r['learner']}/{r['lesson']}: {r['feedback']}" for r in rows
+                            if r["status"] in ("not run", "missing")]:
+        print(f"  problem: {line}")
+    print(f"graded in {seconds:.0f} s: {60 * n / seconds:.1f} notebooks per minute, "
+          f"{seconds * jobs / n:.1f} s of a job per notebook; at this rate 30 learners x 8 "
+          f"lessons take {240 * seconds / n / 60:.1f} min")
+    print(f"CPU time: {used / n:.1f} s per notebook (grader, pytest and kernel together); "
+          f"on {jobs} otherwise idle cores 240 notebooks would need about "
+          f"{240 * used / n / jobs / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()
