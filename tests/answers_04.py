@@ -117,3 +117,81 @@ per_block = 12 * C * C + 13 * C
 return V * C + V * C + L * per_block + 2 * C""",
           "list TinyLM's parameters"),
 ]
+
+REFERENCE["layer_norm"] = """\
+return torch.nn.functional.layer_norm(x.float(), x.shape[-1:], weight.float(), bias.float(),
+                                      eps).to(x.dtype)"""
+
+
+def _ln(var="(x - m).pow(2).mean(-1, keepdim=True)", normed="(x - m) / torch.sqrt(var + eps)",
+        m="x.mean(-1, keepdim=True)", result="normed * weight + bias", before="x = x.float()"):
+    """A layer_norm body with one piece swapped for a mistake."""
+    return f"""\
+dtype = x.dtype
+{before}
+m = {m}
+var = {var}
+normed = {normed}
+return ({result}).to(dtype)"""
+
+
+WRONG += [
+    Wrong("layer_norm", "torch.var's unbiased default", _ln(var="x.var(-1, keepdim=True)"),
+          "divide by C - 1 by default", inject=True),
+    Wrong("layer_norm", "unbiased std with eps outside",
+          _ln(normed="(x - m) / (x.std(-1, keepdim=True) + eps)"),
+          "x.std() divides by C - 1"),
+    Wrong("layer_norm", "eps outside the square root",
+          _ln(normed="(x - m) / (torch.sqrt(var) + eps)"),
+          "eps goes inside the square root"),
+    Wrong("layer_norm", "eps hard-coded", _ln(normed="(x - m) / torch.sqrt(var + 1e-5)"),
+          "use the eps argument"),
+    Wrong("layer_norm", "divides by the variance", _ln(normed="(x - m) / (var + eps)"),
+          "divide by the standard deviation"),
+    Wrong("layer_norm", "forgets weight and bias", _ln(result="normed"),
+          "apply the learned weight and bias"),
+    Wrong("layer_norm", "forgets the bias", _ln(result="normed * weight"),
+          "add `bias`"),
+    Wrong("layer_norm", "bias before weight", _ln(result="(normed + bias) * weight"),
+          "multiply by weight first"),
+    Wrong("layer_norm", "no centring (RMSNorm)",
+          _ln(m="0", var="x.pow(2).mean(-1, keepdim=True)"),
+          "subtract each position's mean first"),
+    Wrong("layer_norm", "over the first axis",
+          _ln(m="x.mean(0, keepdim=True)", var="(x - m).pow(2).mean(0, keepdim=True)"),
+          "not over the first axis"),
+    Wrong("layer_norm", "over the whole tensor", _ln(m="x.mean()", var="(x - m).pow(2).mean()"),
+          "not over the whole tensor"),
+    Wrong("layer_norm", "no keepdim", _ln(m="x.mean(-1)", var="(x - m[..., None]).pow(2).mean(-1)",
+                                          normed="(x - m) / torch.sqrt(var + eps)"),
+          "keepdim=True"),
+    Wrong("layer_norm", "normalises in place", """\
+x -= x.mean(-1, keepdim=True)
+x /= torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+return x * weight + bias""",
+          "changed its input"),
+    Wrong("layer_norm", "stays in float16", _ln(before="pass"),
+          "in half precision (x - mean) ** 2 overflows"),
+    Wrong("layer_norm", "returns float32 for half input", _ln().replace(".to(dtype)", ""),
+          "the input's dtype"),
+    Wrong("layer_norm", "a NumPy round trip", """\
+import numpy as np
+a = x.detach().double().numpy()
+a = (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + eps)
+return (torch.from_numpy(a) * weight.double() + bias.double()).to(x.dtype)""",
+          "gradient"),
+    Wrong("layer_norm", "forgets to return", _ln().replace("return (", "out = ("),
+          "end with `return`"),
+]
+
+ALTERNATIVES = [
+    ("layer_norm", "var with unbiased=False", """\
+xf = x.float()
+mean = xf.mean(dim=-1, keepdim=True)
+var = xf.var(dim=-1, unbiased=False, keepdim=True)
+return ((xf - mean) * torch.rsqrt(var + eps) * weight.float() + bias.float()).to(x.dtype)"""),
+    ("layer_norm", "torch.var_mean with correction=0", """\
+var, mean = torch.var_mean(x.to(torch.float32), dim=-1, keepdim=True, correction=0)
+y = (x.to(torch.float32) - mean) / (var + eps).sqrt()
+return torch.addcmul(bias.float(), y, weight.float()).type(x.dtype)"""),
+]

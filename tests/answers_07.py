@@ -46,3 +46,134 @@ WRONG += [
           "return torch.softmax(k @ q / math.sqrt(q.shape[-1]), dim=-1) @ v, k_cache, v_cache",
           "return the attention output for the new query"),
 ]
+
+REFERENCE["greedy_decode"] = """\
+from course_lib.generation import generate
+return generate(model, prompt, n_new, temperature=0)"""
+
+REFERENCE["kv_bytes_per_token"] = """\
+from course_lib.costs import kv_cache_bytes
+return kv_cache_bytes(config, tokens=1, bytes_per_value=bytes_per_value)"""
+
+_CACHE = "from course_lib.kv_cache import KVCache\ncache = KVCache.for_model(model, batch_size=prompt.shape[0])\n"
+
+
+def _decode(prefill="logits = model(prompt, cache)", pick="logits[:, -1].argmax(dim=-1, keepdim=True)",
+            feed="logits = model(next_token, cache)", result="torch.cat(tokens, dim=1)", cache=_CACHE):
+    """A greedy_decode body with one piece swapped for a mistake."""
+    return f"""\
+{cache}{prefill}
+tokens = [prompt]
+for step in range(n_new):
+    next_token = {pick}
+    tokens.append(next_token)
+    if step < n_new - 1:
+        {feed}
+return {result}"""
+
+
+_KV = "L, kv, H, D = config.n_layers, config.kv_heads, config.n_heads, config.d_head\n"
+
+WRONG += [
+    # greedy_decode
+    Wrong("greedy_decode", "reruns the whole sequence with the cache", _CACHE + """\
+seq = prompt
+for _ in range(n_new):
+    logits = model(seq, cache)
+    seq = torch.cat([seq, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+return seq""",
+          "counts them twice", inject=True),
+    Wrong("greedy_decode", "feeds the prompt's last token every step",
+          _decode(feed="logits = model(prompt[:, -1:], cache)"),
+          "feed the token you have just chosen"),
+    Wrong("greedy_decode", "feeds the same token again",
+          _decode(feed="logits = model(tokens[-2][:, -1:], cache)"),
+          "feed the token you have just chosen"),
+    Wrong("greedy_decode", "no prefill: only the prompt's last token",
+          _decode(prefill="logits = model(prompt[:, -1:], cache)"),
+          "prefill first"),
+    Wrong("greedy_decode", "argmax over the batch axis",
+          _decode(pick="logits[:, -1].argmax(dim=0, keepdim=True)"),
+          "argmax over the vocabulary"),
+    Wrong("greedy_decode", "argmax of the first position",
+          _decode(pick="logits[:, 0].argmax(dim=-1, keepdim=True)"),
+          "the last position's logits"),
+    Wrong("greedy_decode", "the new token without its batch shape",
+          _decode(pick="logits[:, -1].argmax(dim=-1)", result="torch.cat([prompt, torch.stack(tokens[1:], 1)], 1)"),
+          "the model takes (B, t) token ids"),
+    Wrong("greedy_decode", "returns only the new tokens",
+          _decode(result="torch.cat(tokens[1:], dim=1)"),
+          "return the prompt followed by the new tokens"),
+    Wrong("greedy_decode", "a fresh cache every step", """\
+from course_lib.kv_cache import KVCache
+seq = prompt
+for _ in range(n_new):
+    cache = KVCache.for_model(model, batch_size=prompt.shape[0])
+    seq = torch.cat([seq, model(seq, cache)[:, -1].argmax(-1, keepdim=True)], dim=1)
+return seq""",
+          "make one cache before the loop"),
+    Wrong("greedy_decode", "never uses the cache", """\
+seq = prompt
+for _ in range(n_new):
+    seq = torch.cat([seq, model(seq)[:, -1].argmax(-1, keepdim=True)], dim=1)
+return seq""",
+          "never called with the cache"),
+    Wrong("greedy_decode", "a cache for one sequence",
+          _decode(cache="from course_lib.kv_cache import KVCache\ncache = KVCache.for_model(model, 1)\n"),
+          "batch_size=prompt.shape[0]"),
+    Wrong("greedy_decode", "token ids as floats", _decode(result="torch.cat(tokens, dim=1).float()"),
+          "token ids are integers"),
+    Wrong("greedy_decode", "forgets to return", _decode().replace("return torch.cat", "out = torch.cat"),
+          "end with `return`"),
+    # kv_bytes_per_token
+    Wrong("kv_bytes_per_token", "forgets the 2 for keys and values",
+          _KV + "return L * kv * D * bytes_per_value", "a key AND a value", inject=True),
+    Wrong("kv_bytes_per_token", "n_heads instead of the KV heads",
+          _KV + "return 2 * L * H * D * bytes_per_value", "only the KV heads store keys and values"),
+    Wrong("kv_bytes_per_token", "d_model instead of the KV width",
+          "return 2 * config.n_layers * config.d_model * bytes_per_value",
+          "only the KV heads store keys and values"),
+    Wrong("kv_bytes_per_token", "bits instead of bytes",
+          _KV + "return 2 * L * kv * D * bytes_per_value * 8", "bytes, not bits"),
+    Wrong("kv_bytes_per_token", "a float", _KV + "return 2.0 * L * kv * D * bytes_per_value",
+          "not an integer"),
+    Wrong("kv_bytes_per_token", "n_kv_heads, which can be None",
+          "return 2 * config.n_layers * config.n_kv_heads * config.d_head * bytes_per_value",
+          "config.kv_heads gives the number"),
+    Wrong("kv_bytes_per_token", "the whole cache",
+          _KV + "return 2 * L * kv * D * bytes_per_value * config.max_len", "the bytes for one token"),
+    Wrong("kv_bytes_per_token", "one layer only", _KV + "return 2 * kv * D * bytes_per_value",
+          "multiply by config.n_layers"),
+    Wrong("kv_bytes_per_token", "numbers, not bytes", _KV + "return 2 * L * kv * D",
+          "multiply by bytes_per_value"),
+    Wrong("kv_bytes_per_token", "forgets to return", _KV + "total = 2 * L * kv * D * bytes_per_value",
+          "end with `return`"),
+]
+
+ALTERNATIVES = [
+    ("greedy_decode", "the prompt fed one token at a time", """\
+from course_lib.kv_cache import KVCache
+cache = KVCache.for_model(model, prompt.shape[0])
+for t in range(prompt.shape[1]):
+    logits = model(prompt[:, t:t + 1], cache)
+out = prompt
+while out.shape[1] < prompt.shape[1] + n_new:
+    nxt = logits[:, -1, :].argmax(dim=-1).unsqueeze(1)
+    out = torch.cat((out, nxt), 1)
+    if out.shape[1] < prompt.shape[1] + n_new:
+        logits = model(nxt, cache)
+return out"""),
+    ("greedy_decode", "feeds the last token too, no torch.no_grad", """\
+from course_lib.kv_cache import KVCache
+cache = KVCache.for_model(model, prompt.shape[0])
+out, logits = prompt, model(prompt, cache)
+for _ in range(n_new):
+    nxt = torch.argmax(logits[:, -1], dim=1)[:, None]
+    out = torch.cat([out, nxt], dim=-1)
+    logits = model(nxt, cache)
+return out"""),
+    ("kv_bytes_per_token", "from the widths", """\
+kv_heads = config.n_kv_heads or config.n_heads
+head_size = config.d_model // config.n_heads
+return 2 * config.n_layers * kv_heads * head_size * bytes_per_value"""),
+]

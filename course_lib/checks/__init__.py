@@ -7,10 +7,11 @@ from course_lib.checks.lesson00 import check_next_token_targets
 from course_lib.checks.lesson01 import check_attention, check_attention_steps, check_softmax
 from course_lib.checks.lesson02 import check_causal_mask, check_masked_attention
 from course_lib.checks.lesson03 import check_merge_heads, check_multi_head_attention, check_split_heads
-from course_lib.checks.lesson04 import check_block_forward, check_count_params
+from course_lib.checks.lesson04 import check_block_forward, check_count_params, check_layer_norm
 from course_lib.checks.lesson05 import check_apply_rope, check_sinusoidal_positions
 from course_lib.checks.lesson06 import check_train_step
-from course_lib.checks.lesson07 import check_cached_attention_step
+from course_lib.checks.lesson07 import (check_cached_attention_step, check_greedy_decode,
+                                        check_kv_bytes_per_token)
 from course_lib.checks.lesson08 import check_grouped_query_attention, check_rms_norm, check_swiglu
 from course_lib.checks.lesson09 import check_params_from_config, check_tiled_attention
 from course_lib.checks.lesson10 import check_gpt2_to_tinylm
@@ -20,10 +21,10 @@ __all__ = [
     "check_softmax", "check_attention", "check_attention_steps",
     "check_causal_mask", "check_masked_attention",
     "check_split_heads", "check_merge_heads", "check_multi_head_attention",
-    "check_block_forward", "check_count_params",
+    "check_layer_norm", "check_block_forward", "check_count_params",
     "check_sinusoidal_positions", "check_apply_rope",
     "check_train_step",
-    "check_cached_attention_step",
+    "check_cached_attention_step", "check_greedy_decode", "check_kv_bytes_per_token",
     "check_rms_norm", "check_swiglu", "check_grouped_query_attention",
     "check_params_from_config", "check_tiled_attention",
     "check_gpt2_to_tinylm",

@@ -6,6 +6,7 @@ import torch
 
 from course_lib.blocks import Block
 from course_lib.checks.core import Checker, matches
+from course_lib.checks.lesson08 import HALF, _close, _grads_flow, _result
 from course_lib.costs import approx_params, count_params
 from course_lib.model import ModelConfig
 
@@ -200,3 +201,113 @@ def _count_hint(found):
         return named.pop()
     return ("list TinyLM's parameters to see what you missed: "
             "[(n, p.shape) for n, p in TinyLM(config).named_parameters()] on a small config")
+
+
+# ---------------------------------------------------------------------------
+# layer_norm
+# ---------------------------------------------------------------------------
+
+def _layer_norm(x, w, b, eps):
+    """The reference: each position's C features to mean 0, variance 1 (dividing by C), then w, b."""
+    centred = x - x.mean(-1, keepdim=True)
+    return centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * w + b
+
+
+def _layer_norm_mistakes(x, w, b, eps):
+    """What the usual mistakes return, in float64, with the hint for each; the first match wins."""
+    m = x.mean(-1, keepdim=True)
+    var = (x - m).pow(2).mean(-1, keepdim=True)
+    unbiased = x.var(-1, keepdim=True)                    # torch's default: divides by C - 1
+    return [
+        ((x - m) / torch.sqrt(unbiased + eps) * w + b,
+         "torch.var and x.var() divide by C - 1 by default (the unbiased estimate); LayerNorm "
+         "divides by C: x.var(-1, keepdim=True, unbiased=False), or "
+         "((x - mean) ** 2).mean(-1, keepdim=True)"),
+        ((x - m) / (x.std(-1, keepdim=True) + eps) * w + b,
+         "x.std() divides by C - 1 (unbiased), and eps belongs inside the square root: "
+         "(x - mean) / sqrt(var + eps), with var the mean of (x - mean) ** 2 over the last axis"),
+        ((x - m) / (torch.sqrt(var) + eps) * w + b,
+         "eps goes inside the square root: (x - mean) / sqrt(var + eps); you added it after "
+         "taking the root"),
+        ((x - m) / torch.sqrt(var + 1e-5) * w + b,
+         "use the eps argument, not a fixed 1e-5"),
+        ((x - m) / torch.sqrt(var) * w + b,
+         "you left eps out: add it to the variance, inside the square root"),
+        ((x - m) / (var + eps) * w + b,
+         "divide by the standard deviation, sqrt(var + eps), not by the variance"),
+        (_layer_norm(x, 1.0, 0.0, eps),
+         "apply the learned weight and bias after normalising: ... * weight + bias"),
+        (_layer_norm(x, 1.0, b, eps),
+         "multiply the normalised x by `weight` (one gain per feature) before adding the bias"),
+        (_layer_norm(x, w, 0.0, eps),
+         "add `bias` (one per feature) after multiplying by the weight"),
+        ((_layer_norm(x, 1.0, 0.0, eps) + b) * w,
+         "multiply by weight first, then add bias: normed * weight + bias"),
+        (x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w + b,
+         "subtract each position's mean first: LayerNorm centres x, (x - mean) / sqrt(var + eps)"),
+    ] + [
+        ((x - x.mean(dim, keepdim=True))
+         / torch.sqrt((x - x.mean(dim, keepdim=True)).pow(2).mean(dim, keepdim=True) + eps) * w + b,
+         "normalise over the last axis only (the C features of each position): "
+         "x.mean(-1, keepdim=True), not " + what)
+        for dim, what in ((0, "over the first axis"), (tuple(range(x.ndim)), "over the whole tensor"),
+                          (tuple(range(x.ndim - 1)), "over the batch and positions"))
+    ]
+
+
+def check_layer_norm(fn):
+    """Check layer_norm(x, weight, bias, eps=1e-5): LayerNorm over the last axis, by hand."""
+    __tracebackhide__ = True
+    c = Checker("layer_norm", fn)
+    formula = "(x - mean) / sqrt(var + eps) * weight + bias, mean and var over the last axis"
+    gen = torch.Generator().manual_seed(4)
+    cases = [  # shape, dtype, scale, offset, eps
+        ((2, 3, 6), torch.float32, 0.3, -0.2, 0.5),       # a large eps against a small spread
+        ((2, 3, 8), torch.float32, 3.0, 1.5, None),
+        ((5, 4), torch.float64, 2.0, 100.0, None),        # C = 4: C - 1 is far from C
+        ((4, 1, 6), torch.float64, 0.01, 1.0, 1e-3),
+        ((3, 8), torch.bfloat16, 1.0, 0.5, None),
+        ((2, 8), torch.float16, 300.0, 0.0, None),        # the squares overflow float16
+    ]
+    for shape, dtype, scale, offset, eps in cases:
+        x = ((torch.randn(*shape, generator=gen, dtype=torch.float64) * scale + offset)).to(dtype)
+        w = (1 + 0.5 * torch.randn(shape[-1], generator=gen, dtype=torch.float64)).to(dtype)
+        b = (0.5 * torch.randn(shape[-1], generator=gen, dtype=torch.float64)).to(dtype)
+        kwargs = {} if eps is None else {"eps": eps}
+        case = (f"layer_norm(x, weight, bias{'' if eps is None else f', eps={eps}'}), x of shape "
+                f"{shape} in {str(dtype).replace('torch.', '')}, mean about {offset}, spread "
+                f"about {scale}")
+        out = c.call(x, w, b, case=case, **kwargs,
+                     crash_hint="take the mean and variance over the last axis with "
+                                "keepdim=True, so the (..., 1) results broadcast against x "
+                                "(..., C); weight and bias are (C,)",
+                     none_hint="end with `return` and the normalised tensor")
+        got = _result(c, out, x, shape, case, "the normalised tensor",
+                      "in float16, (x - mean) ** 2 overflows past 65504: compute in float32 "
+                      "(x.float()), then convert the result back with .to(x.dtype)")
+        e = 1e-5 if eps is None else eps
+        want = _layer_norm(x.double(), w.double(), b.double(), e)
+        if not _close(got, want, dtype):
+            mistakes = _layer_norm_mistakes(x.double(), w.double(), b.double(), e)
+            if dtype in HALF:
+                with torch.no_grad():
+                    in_half = _layer_norm(x, w, b, e).double()
+                mistakes.insert(0, (in_half, "in half precision (x - mean) ** 2 overflows or "
+                                             "rounds away: compute it in float32 (x.float()) "
+                                             "and convert the result back with .to(x.dtype)"))
+            for wrong, hint in mistakes:
+                if wrong is not None and _close(got, wrong, dtype):
+                    c.fail("the result is not right", case=case, expected=want, got=got, hint=hint)
+            if dtype in HALF:
+                c.fail("the result is not right", case=case, expected=want, got=got,
+                       hint=f"{formula}; compute it in float32 (x.float()) and convert the "
+                            f"result back with .to(x.dtype)")
+            c.fail("the result is not right", case=case, expected=want, got=got, hint=formula)
+        c.ok()
+    x = torch.randn(3, 8, generator=gen) + 0.5
+    w = 1 + 0.5 * torch.randn(8, generator=gen)
+    b = 0.5 * torch.randn(8, generator=gen)
+    _grads_flow(c, fn, (x, w, b), ("x", "weight", "bias"),
+                lambda x, w, b: _layer_norm(x, w, b, 1e-5),
+                "layer_norm(x, weight, bias) with x, weight and bias requiring gradients")
+    c.done()

@@ -1,9 +1,12 @@
 """Checkers for lesson 07, KV-cache decoding."""
+import functools
 import math
+import numbers
 
 import torch
 
 from course_lib.checks.core import Checker
+from course_lib.model import ModelConfig, TinyLM
 
 
 def _attend(q, k, v):
@@ -77,5 +80,220 @@ def check_cached_attention_step(fn):
                     c.fail(what, case=case, expected=want, got=out, hint=hint)
             c.fail("the output is not right", case=case, expected=want, got=out,
                    hint="softmax(k @ q / sqrt(D)) over the filled rows, then the weighted sum of their values")
+        c.ok()
+    c.done()
+
+
+# ---------------------------------------------------------------------------
+# greedy_decode
+# ---------------------------------------------------------------------------
+
+class _Recorder(TinyLM):
+    """A TinyLM that notes every call: the tokens fed, the cache (if any) and its length then."""
+
+    def forward(self, idx, cache=None):
+        if isinstance(idx, torch.Tensor):
+            self.calls.append((idx.detach().clone(), cache,
+                               None if cache is None else cache.length))
+        return super().forward(idx, cache)
+
+
+def _decode_model(seed):
+    """A small float64 TinyLM with weights large enough that its greedy choices are clear-cut."""
+    torch.manual_seed(seed)
+    model = _Recorder(ModelConfig(vocab_size=23, max_len=16, d_model=16, n_heads=2, n_layers=2))
+    model = model.double().eval()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
+    model.calls = []
+    return model
+
+
+def _greedy(model, prompt, n_new):
+    """The expected sequence, prompt + n_new greedy tokens, by rerunning the whole prefix."""
+    seq = prompt
+    with torch.no_grad():
+        for _ in range(n_new):
+            seq = torch.cat([seq, model(seq)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    model.calls = []
+    return seq
+
+
+_ARGMAX_HINT = ("after each call take the last position's logits, logits[:, -1] of shape (B, V), "
+                "and their argmax over the vocabulary, dim=-1; feed that token, shape (B, 1), at "
+                "the next step")
+
+
+def _feeding_fault(calls, seq, T):
+    """(what, hint) for the first call that fed the model the wrong tokens, or None."""
+    caches = []
+    for idx, cache, start in calls:
+        if cache is None:
+            continue
+        if not any(cache is c for c in caches):
+            caches.append(cache)
+        if len(caches) > 1:
+            return ("a new cache was made during decoding",
+                    "make one cache before the loop, KVCache.for_model(model, "
+                    "batch_size=prompt.shape[0]), and pass that same cache to every call: a "
+                    "fresh cache each step throws away what it kept")
+        if idx.ndim != 2:
+            return (f"the model was fed token ids of shape {tuple(idx.shape)}",
+                    "the model takes (B, t) token ids: feed the new token as (B, 1), "
+                    "next_token[:, None] or argmax(dim=-1, keepdim=True)")
+        n = idx.shape[-1]
+        if idx.shape[0] == seq.shape[0] and start + n <= seq.shape[1] \
+                and torch.equal(idx, seq[:, start:start + n]):
+            continue
+        where = f"a call with the cache holding {start} positions"
+        if start > 0 and n > 1 and n <= seq.shape[1] and torch.equal(idx, seq[:, :n]):
+            return (f"{where} was fed the whole sequence again",
+                    "the cache already holds those positions, so feeding them again counts them "
+                    "twice (the model gives them the positions after the cached ones); after the "
+                    "prefill feed only the newest token, seq[:, -1:]")
+        if start == 0 and 0 < n < T and torch.equal(idx, seq[:, T - n:T]):
+            return ("the cache was never filled with the prompt",
+                    "prefill first: run the whole prompt through the model with the cache, "
+                    "model(prompt, cache), so the cache holds its keys and values; then feed "
+                    "one new token per step")
+        if start == 0:
+            return ("the first call with the cache did not start with the prompt",
+                    "the first call fills the cache from position 0: model(prompt, cache)")
+        if n == 1 and start >= T and (torch.equal(idx, seq[:, start - 1:start])
+                                      or torch.equal(idx, seq[:, T - 1:T])):
+            return (f"{where} was fed a token it had already seen",
+                    "feed the token you have just chosen, so the sequence advances by one each "
+                    "step; the cache moves its position forward by itself")
+        return (f"{where} was not fed the next token of the greedy sequence", _ARGMAX_HINT)
+    return None
+
+
+def check_greedy_decode(fn):
+    """Check greedy_decode(model, prompt, n_new) -> prompt followed by n_new greedy tokens."""
+    __tracebackhide__ = True
+    c = Checker("greedy_decode", fn)
+    for seed, B, T, n_new in ((0, 1, 3, 6), (1, 2, 4, 5), (2, 3, 1, 4)):
+        model = _decode_model(seed)
+        gen = torch.Generator().manual_seed(10 + seed)
+        prompt = torch.randint(0, 23, (B, T), generator=gen)
+        seq = _greedy(model, prompt, n_new)
+        case = (f"a small TinyLM (V=23, max_len=16, float64), a prompt of shape (B, T) = "
+                f"({B}, {T}), n_new={n_new}")
+        crashed = None
+
+        @functools.wraps(fn)
+        def run(*args):
+            nonlocal crashed
+            try:
+                return fn(*args)
+            except NotImplementedError:
+                raise
+            except Exception as e:      # diagnosed below from what the model was fed
+                crashed = e
+                return crashed
+        c.fn = run
+        out = c.call(model, prompt, n_new, case=case,
+                     none_hint="end with `return` and the prompt followed by the new tokens, "
+                               "(B, T + n_new)")
+        c.fn = fn
+        fault = _feeding_fault(model.calls, seq, T)
+        if fault:
+            c.fail(fault[0], case=case, hint=fault[1])
+        if crashed is not None:
+            c.fail(f"your function raised {type(crashed).__name__}: {crashed}", case=case,
+                   hint="make the cache with KVCache.for_model(model, batch_size=prompt.shape[0]) "
+                        "and feed the model (B, t) token ids: the newest token as "
+                        "next_token[:, None], shape (B, 1)")
+        if not any(cache is not None for _, cache, _ in model.calls):
+            c.fail("the model was never called with the cache", case=case,
+                   hint="make a cache with KVCache.for_model(model, batch_size=prompt.shape[0]) "
+                        "and pass it to every call, model(idx, cache): without it each step "
+                        "reruns the whole prefix")
+        c.ok()
+        if not isinstance(out, torch.Tensor):
+            c.fail("expected a tensor of token ids", case=case, got=type(out).__name__,
+                   hint="return one tensor, torch.cat([prompt, new_tokens], dim=1)")
+        if tuple(out.shape) == (B, n_new) and torch.equal(out.long(), seq[:, T:]):
+            c.fail("the result holds only the new tokens", case=case,
+                   expected=(B, T + n_new), got=tuple(out.shape),
+                   hint="return the prompt followed by the new tokens: "
+                        "torch.cat([prompt, new_tokens], dim=1)")
+        c.shape(out, seq.shape, "the result", case,
+                hint="the prompt (B, T) followed by n_new tokens: (B, T + n_new)")
+        if out.dtype != torch.long:
+            c.fail("the token ids have the wrong dtype", case=case, expected="torch.int64",
+                   got=str(out.dtype),
+                   hint="token ids are integers: argmax already returns int64; keep them so, "
+                        "without converting to float")
+        if not torch.equal(out, seq):
+            c.fail("the tokens are not the greedy ones", case=case, expected=seq, got=out,
+                   hint=_ARGMAX_HINT)
+        c.ok()
+    c.done()
+
+
+# ---------------------------------------------------------------------------
+# kv_bytes_per_token
+# ---------------------------------------------------------------------------
+
+def _kv_mistakes(config, bytes_per_value):
+    """The right bytes per token, and (value, hint) for each usual slip."""
+    L, kv, H, D = config.n_layers, config.kv_heads, config.n_heads, config.d_head
+    exact = 2 * L * kv * D * bytes_per_value
+    heads = ("only the KV heads store keys and values: with grouped-query attention "
+             "config.kv_heads is fewer than config.n_heads (and kv_heads x d_head is narrower "
+             "than d_model)")
+    return exact, [
+        (exact // 2, "each position keeps a key AND a value: multiply by 2"),
+        (2 * L * H * D * bytes_per_value, heads),
+        (L * H * D * bytes_per_value, heads + "; and multiply by 2, for the key and the value"),
+        (exact * 8, "the answer is in bytes, not bits: do not multiply by 8"),
+        (exact // L, "every layer keeps its own keys and values: multiply by config.n_layers"),
+        (exact * config.max_len, "that is the whole cache of max_len positions; the question is "
+                                 "the bytes for one token"),
+        (2 * L * kv * D, "multiply by bytes_per_value: that count is of numbers, not bytes"),
+    ]
+
+
+def check_kv_bytes_per_token(fn):
+    """Check kv_bytes_per_token(config, bytes_per_value) -> the KV cache's bytes per token, an int."""
+    __tracebackhide__ = True
+    c = Checker("kv_bytes_per_token", fn)
+    cases = ((ModelConfig(d_model=64, n_heads=8, n_kv_heads=2, n_layers=3, max_len=32), 2),
+             (ModelConfig(d_model=128, n_heads=4, n_layers=4, max_len=128), 4),
+             (ModelConfig(vocab_size=128256, max_len=8192, d_model=4096, n_heads=32,
+                          n_kv_heads=8, n_layers=32), 2),
+             (ModelConfig(d_model=96, n_heads=6, n_kv_heads=3, n_layers=5, max_len=64), 1))
+    found = []
+    for config, bpv in cases:
+        case = (f"ModelConfig(d_model={config.d_model}, n_heads={config.n_heads}, n_kv_heads="
+                f"{config.n_kv_heads}, n_layers={config.n_layers}, max_len={config.max_len}), "
+                f"bytes_per_value={bpv}")
+        got = c.call(config, bpv, case=case,
+                     crash_hint="config.n_kv_heads is None when every head keeps its own keys and "
+                                "values; config.kv_heads gives the number of KV heads in both "
+                                "cases, and config.d_head the head size",
+                     none_hint="end with `return` and the number of bytes, an int")
+        if isinstance(got, torch.Tensor) and got.ndim == 0:
+            got = got.item()
+        if isinstance(got, bool) or not isinstance(got, numbers.Real):
+            c.fail("expected a number", case=case, got=type(got).__name__,
+                   hint="return the number of bytes as an int")
+        if not isinstance(got, numbers.Integral):
+            c.fail("the number of bytes is not an integer", case=case,
+                   got=f"{got!r} ({type(got).__name__})",
+                   hint="a count of bytes is a whole number: use // rather than /, or int(...)")
+        c.ok()
+        found.append((case, got, *_kv_mistakes(config, bpv)))
+    for case, got, exact, _ in found:
+        if got != exact:
+            named = set.intersection(*({h for value, h in mistakes if value == g}
+                                       for _, g, e, mistakes in found if g != e))
+            hint = named.pop() if len(named) == 1 else (
+                "2 (a key and a value) x n_layers x kv_heads x d_head x bytes_per_value")
+            c.fail("the number of bytes is not right", case=case, expected=exact, got=got,
+                   hint=hint)
         c.ok()
     c.done()
