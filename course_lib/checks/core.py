@@ -193,3 +193,75 @@ def random_qkv(seed, T, S, D, Dv, lead=()):
     rng = np.random.default_rng(seed)
     return (rng.normal(size=(*lead, T, D)), rng.normal(size=(*lead, S, D)),
             rng.normal(size=(*lead, S, Dv)))
+
+
+# Torch exercises (lessons 04, 08): results checked against a float64 reference.
+
+HALF = (torch.float16, torch.bfloat16)
+
+
+def _tensor_tolerance(dtype):
+    """Absolute and relative tolerance for a result in `dtype`, against a float64 reference."""
+    return {torch.float16: 1e-2, torch.bfloat16: 3e-2}.get(dtype, 1e-5)
+
+
+def tensors_close(got, want, dtype):
+    """Whether two tensors agree to within a tolerance that follows the result's dtype."""
+    tol = _tensor_tolerance(dtype)
+    return got.shape == want.shape and bool(torch.allclose(got, want, atol=tol, rtol=tol))
+
+
+def tensor_result(c, out, x, shape, case, what, finite_hint):
+    """The learner's result as a float64 tensor, after the checks every exercise shares:
+    not None, a torch tensor, the right shape and dtype, finite."""
+    __tracebackhide__ = True
+    if out is None:
+        c.fail("your function returned None", case=case,
+               hint=f"end the function with `return` and {what}")
+    if isinstance(out, np.ndarray):
+        c.fail("expected a torch tensor, got a NumPy array", case=case,
+               hint="stay in torch (torch.sqrt, x.pow(2).mean(...), @): a NumPy round trip "
+                    "also cuts the gradients that training needs")
+    if not isinstance(out, torch.Tensor):
+        c.fail("expected a torch tensor", case=case, got=type(out).__name__,
+               hint=f"return {what}, a single tensor")
+    c.shape(out, shape, "the result", case,
+            hint=f"the result has the same shape as the input, {tuple(shape)}")
+    if out.dtype != x.dtype:
+        c.fail("the result has the wrong dtype", case=case, expected=str(x.dtype),
+               got=str(out.dtype),
+               hint="return the result in the input's dtype: compute in float32 if you like, "
+                    "then convert back with .to(x.dtype)")
+    c.ok()
+    got = out.detach().double()
+    if not bool(torch.isfinite(got).all()):
+        c.fail("the result contains inf or NaN", case=case, got=got, hint=finite_hint)
+    c.ok()
+    return got
+
+
+
+
+def gradients_flow(c, fn, inputs, names, reference, case):
+    """The learner's function must pass gradients to every input, equal to the reference's."""
+    __tracebackhide__ = True
+    mine = [t.detach().clone().requires_grad_(True) for t in inputs]
+    out = c.call(*mine, case=case)
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        c.fail("no gradient flows through your function", case=case,
+               hint="use torch operations only: .detach(), .item(), NumPy or torch.no_grad() "
+                    "cut the graph, and the layer could not be trained")
+    out.double().sum().backward()
+    theirs = [t.detach().double().requires_grad_(True) for t in inputs]
+    reference(*theirs).sum().backward()
+    for name, a, b in zip(names, mine, theirs):
+        if a.grad is None:
+            c.fail(f"no gradient flows back to {name}", case=case,
+                   hint="use torch operations only: .detach(), .item(), NumPy or "
+                        "torch.no_grad() cut the graph, and the layer could not be trained")
+        if not torch.allclose(a.grad.double(), b.grad, atol=1e-4, rtol=1e-3):
+            c.fail(f"the gradient with respect to {name} is not right", case=case,
+                   expected=b.grad, got=a.grad,
+                   hint="the forward values are right, so something in between is not an "
+                        "ordinary torch operation: build the result from x with torch only")
+    c.ok()

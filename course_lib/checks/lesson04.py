@@ -5,8 +5,8 @@ import numpy as np
 import torch
 
 from course_lib.blocks import Block
-from course_lib.checks.core import Checker, matches
-from course_lib.checks.lesson08 import HALF, _close, _grads_flow, _result
+from course_lib.checks.core import (HALF, Checker, gradients_flow, matches, tensor_result,
+                                    tensors_close)
 from course_lib.costs import approx_params, count_params
 from course_lib.model import ModelConfig
 
@@ -282,12 +282,12 @@ def check_layer_norm(fn):
                                 "keepdim=True, so the (..., 1) results broadcast against x "
                                 "(..., C); weight and bias are (C,)",
                      none_hint="end with `return` and the normalised tensor")
-        got = _result(c, out, x, shape, case, "the normalised tensor",
+        got = tensor_result(c, out, x, shape, case, "the normalised tensor",
                       "in float16, (x - mean) ** 2 overflows past 65504: compute in float32 "
                       "(x.float()), then convert the result back with .to(x.dtype)")
         e = 1e-5 if eps is None else eps
         want = _layer_norm(x.double(), w.double(), b.double(), e)
-        if not _close(got, want, dtype):
+        if not tensors_close(got, want, dtype):
             mistakes = _layer_norm_mistakes(x.double(), w.double(), b.double(), e)
             if dtype in HALF:
                 with torch.no_grad():
@@ -296,7 +296,7 @@ def check_layer_norm(fn):
                                              "rounds away: compute it in float32 (x.float()) "
                                              "and convert the result back with .to(x.dtype)"))
             for wrong, hint in mistakes:
-                if wrong is not None and _close(got, wrong, dtype):
+                if wrong is not None and tensors_close(got, wrong, dtype):
                     c.fail("the result is not right", case=case, expected=want, got=got, hint=hint)
             if dtype in HALF:
                 c.fail("the result is not right", case=case, expected=want, got=got,
@@ -307,7 +307,7 @@ def check_layer_norm(fn):
     x = torch.randn(3, 8, generator=gen) + 0.5
     w = 1 + 0.5 * torch.randn(8, generator=gen)
     b = 0.5 * torch.randn(8, generator=gen)
-    _grads_flow(c, fn, (x, w, b), ("x", "weight", "bias"),
+    gradients_flow(c, fn, (x, w, b), ("x", "weight", "bias"),
                 lambda x, w, b: _layer_norm(x, w, b, 1e-5),
                 "layer_norm(x, weight, bias) with x, weight and bias requiring gradients")
     c.done()

@@ -5,88 +5,10 @@ inputs, and names the usual mistake when the answer matches one of them.
 """
 import math
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course_lib.checks.core import Checker
-
-HALF = (torch.float16, torch.bfloat16)
-
-
-def _tolerance(dtype):
-    """Absolute and relative tolerance for a result in `dtype`, against a float64 reference."""
-    return {torch.float16: 1e-2, torch.bfloat16: 3e-2}.get(dtype, 1e-5)
-
-
-def _close(got, want, dtype):
-    tol = _tolerance(dtype)
-    return got.shape == want.shape and bool(torch.allclose(got, want, atol=tol, rtol=tol))
-
-
-def _result(c, out, x, shape, case, what, finite_hint):
-    """The learner's result as a float64 tensor, after the checks every exercise shares:
-    not None, a torch tensor, the right shape and dtype, finite."""
-    __tracebackhide__ = True
-    if out is None:
-        c.fail("your function returned None", case=case,
-               hint=f"end the function with `return` and {what}")
-    if isinstance(out, np.ndarray):
-        c.fail("expected a torch tensor, got a NumPy array", case=case,
-               hint="stay in torch (torch.sqrt, x.pow(2).mean(...), @): a NumPy round trip "
-                    "also cuts the gradients that training needs")
-    if not isinstance(out, torch.Tensor):
-        c.fail("expected a torch tensor", case=case, got=type(out).__name__,
-               hint=f"return {what}, a single tensor")
-    c.shape(out, shape, "the result", case,
-            hint=f"the result has the same shape as the input, {tuple(shape)}")
-    if out.dtype != x.dtype:
-        c.fail("the result has the wrong dtype", case=case, expected=str(x.dtype),
-               got=str(out.dtype),
-               hint="return the result in the input's dtype: compute in float32 if you like, "
-                    "then convert back with .to(x.dtype)")
-    c.ok()
-    got = out.detach().double()
-    if not bool(torch.isfinite(got).all()):
-        c.fail("the result contains inf or NaN", case=case, got=got, hint=finite_hint)
-    c.ok()
-    return got
-
-
-def _unchanged(c, given, original, case, name="x"):
-    __tracebackhide__ = True
-    for g, o, n in zip(given, original, name.split(", ")):
-        if not torch.equal(g, o):
-            c.fail(f"your function changed its input {n} in place", case=case,
-                   hint="build new tensors instead of assigning into the inputs or using "
-                        "in-place operations (x /= ..., x.mul_(...)): the caller still needs them")
-    c.ok()
-
-
-def _grads_flow(c, fn, inputs, names, reference, case):
-    """The learner's function must pass gradients to every input, equal to the reference's."""
-    __tracebackhide__ = True
-    mine = [t.detach().clone().requires_grad_(True) for t in inputs]
-    out = c.call(*mine, case=case)
-    if not isinstance(out, torch.Tensor) or not out.requires_grad:
-        c.fail("no gradient flows through your function", case=case,
-               hint="use torch operations only: .detach(), .item(), NumPy or torch.no_grad() "
-                    "cut the graph, and the layer could not be trained")
-    out.double().sum().backward()
-    theirs = [t.detach().double().requires_grad_(True) for t in inputs]
-    reference(*theirs).sum().backward()
-    for name, a, b in zip(names, mine, theirs):
-        if a.grad is None:
-            c.fail(f"no gradient flows back to {name}", case=case,
-                   hint="use torch operations only: .detach(), .item(), NumPy or "
-                        "torch.no_grad() cut the graph, and the layer could not be trained")
-        if not torch.allclose(a.grad.double(), b.grad, atol=1e-4, rtol=1e-3):
-            c.fail(f"the gradient with respect to {name} is not right", case=case,
-                   expected=b.grad, got=a.grad,
-                   hint="the forward values are right, so something in between is not an "
-                        "ordinary torch operation: build the result from x with torch only")
-    c.ok()
-
+from course_lib.checks.core import HALF, Checker, gradients_flow, tensor_result, tensors_close
 
 # ---------------------------------------------------------------------------
 # rms_norm
@@ -146,17 +68,15 @@ def check_rms_norm(fn):
         kwargs = {} if eps is None else {"eps": eps}
         case = (f"rms_norm(x, weight{'' if eps is None else f', eps={eps}'}), x of shape "
                 f"{shape} in {str(dtype).replace('torch.', '')}, its mean not 0")
-        given = (x.clone(), w.clone())
-        out = c.call(*given, case=case, **kwargs,
+        out = c.call(x, w, case=case, **kwargs,
                      crash_hint="average over the last axis with keepdim=True, so the (..., 1) "
                                 "root broadcasts against x (..., C); weight is (C,)")
-        _unchanged(c, given, (x, w), case, "x, weight")
-        got = _result(c, out, x, shape, case, "the normalised tensor",
+        got = tensor_result(c, out, x, shape, case, "the normalised tensor",
                       "in float16, x * x overflows past 65504: compute in float32 (x.float()), "
                       "then convert the result back with .to(x.dtype)")
         e = 1e-5 if eps is None else eps
         want = _rms(x.double(), w.double(), e)
-        if not _close(got, want, dtype):
+        if not tensors_close(got, want, dtype):
             mistakes = _rms_norm_mistakes(x.double(), w.double(), e)
             if dtype in HALF:
                 mistakes.insert(0, (_rms(x, w, e).double(),
@@ -164,7 +84,7 @@ def check_rms_norm(fn):
                                     "it in float32 (x.float()) and convert the result back "
                                     "with .to(x.dtype)"))
             for wrong, hint in mistakes:
-                if _close(got, wrong, dtype):
+                if tensors_close(got, wrong, dtype):
                     c.fail("the result is not right", case=case, expected=want, got=got, hint=hint)
             if dtype in HALF:
                 c.fail("the result is not right", case=case, expected=want, got=got,
@@ -174,7 +94,7 @@ def check_rms_norm(fn):
         c.ok()
     x = torch.randn(3, 8, generator=gen) + 0.5
     w = 1 + 0.5 * torch.randn(8, generator=gen)
-    _grads_flow(c, fn, (x, w), ("x", "weight"), lambda x, w: _rms(x, w, 1e-5),
+    gradients_flow(c, fn, (x, w), ("x", "weight"), lambda x, w: _rms(x, w, 1e-5),
                 "rms_norm(x, weight) with x and weight requiring gradients")
     c.done()
 
@@ -237,26 +157,24 @@ def check_swiglu(fn):
               for s in ((F_, C), (F_, C), (C, F_))]
         case = (f"x of shape {shape} (C={C}) in {str(dtype).replace('torch.', '')}; "
                 f"w_gate and w_up ({F_}, {C}), w_down ({C}, {F_})")
-        given = (x.clone(), *(w.clone() for w in ws))
-        out = c.call(*given, case=case, crash_hint=orientation)
-        _unchanged(c, given, (x, *ws), case, "x, w_gate, w_up, w_down")
+        out = c.call(x, *ws, case=case, crash_hint=orientation)
         if isinstance(out, torch.Tensor) and out.shape[-1] == F_ and F_ != C:
             c.fail("the result has the hidden width F, not the model width C", case=case,
                    expected=tuple(shape), got=tuple(out.shape),
                    hint="project back to the model width with the down projection: ... @ w_down.T")
-        got = _result(c, out, x, shape, case, "the MLP's output", formula)
+        got = tensor_result(c, out, x, shape, case, "the MLP's output", formula)
         args = [t.double() for t in (x, *ws)]
         want = _swiglu(*args)
-        if not _close(got, want, dtype):
+        if not tensors_close(got, want, dtype):
             for wrong, hint in _swiglu_mistakes(*args):
-                if _close(got, wrong, dtype):
+                if tensors_close(got, wrong, dtype):
                     c.fail("the result is not right", case=case, expected=want, got=got, hint=hint)
             c.fail("the result is not right", case=case, expected=want, got=got,
                    hint=f"{formula}; {orientation}")
         c.ok()
     x = torch.randn(3, 4, generator=gen)
     ws = [torch.randn(*s, generator=gen) / 2 for s in ((6, 4), (6, 4), (4, 6))]
-    _grads_flow(c, fn, (x, *ws), ("x", "w_gate", "w_up", "w_down"), _swiglu,
+    gradients_flow(c, fn, (x, *ws), ("x", "w_gate", "w_up", "w_down"), _swiglu,
                 "swiglu(x, w_gate, w_up, w_down) with every input requiring gradients")
     c.done()
 
@@ -329,28 +247,26 @@ def check_grouped_query_attention(fn):
                    for h in (H, Hkv, Hkv))
         case = (f"q ({B}, {H}, {T}, {D}), k and v ({B}, {Hkv}, {T}, {D}): {H} query heads "
                 f"sharing {Hkv} key/value heads, in {str(dtype).replace('torch.', '')}")
-        given = (q.clone(), k.clone(), v.clone())
-        out = c.call(*given, case=case,
+        out = c.call(q, k, v, case=case,
                      crash_hint="make k and v (B, H, T, D) first by repeating each key/value "
                                 "head H // Hkv times on axis 1, then attend as in lesson 03")
-        _unchanged(c, given, (q, k, v), case, "q, k, v")
         if isinstance(out, torch.Tensor) and out.shape == (B, Hkv, T, D) and Hkv != H:
             c.fail("the result has one head per key/value head, not per query head", case=case,
                    expected=(B, H, T, D), got=tuple(out.shape),
                    hint="every query head gives an output: repeat k and v up to H heads")
-        got = _result(c, out, q, (B, H, T, D), case, "the attention output (B, H, T, D)",
+        got = tensor_result(c, out, q, (B, H, T, D), case, "the attention output (B, H, T, D)",
                       "a row of scores that is all -inf gives 0/0 = NaN: each query must see at "
                       "least its own position, so hide only the keys j > i")
         args = [t.double() for t in (q, k, v)]
         want = _gqa(*args)
-        if not _close(got, want, dtype):
+        if not tensors_close(got, want, dtype):
             for wrong, hint in _gqa_mistakes(*args):
-                if _close(got, wrong, dtype):
+                if tensors_close(got, wrong, dtype):
                     c.fail("the result is not right", case=case, expected=want[0, :, -1],
                            got=got[0, :, -1], hint=hint)
             c.fail("the result is not right (shown: the last position of every head)", case=case,
                    expected=want[0, :, -1], got=got[0, :, -1], hint=formula)
         c.ok()
     q, k, v = (torch.randn(1, h, 4, 4, generator=gen) for h in (4, 2, 2))
-    _grads_flow(c, fn, (q, k, v), ("q", "k", "v"), _gqa, "q, k and v requiring gradients")
+    gradients_flow(c, fn, (q, k, v), ("q", "k", "v"), _gqa, "q, k and v requiring gradients")
     c.done()
