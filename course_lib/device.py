@@ -23,11 +23,13 @@ def cpu_threads():
 
 
 def use_cpu_threads():
-    """Set torch's number of CPU threads by cpu_threads() and return it."""
+    """Set torch's number of CPU threads by cpu_threads().
+
+    Returns None, so that a notebook cell ending with this call shows nothing.
+    """
     n = cpu_threads()
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
-    return n
 
 
 def pick_device(verbose=True):

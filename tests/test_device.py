@@ -17,14 +17,14 @@ def clean_env(monkeypatch):
 def test_one_thread_by_default(clean_env):
     torch.set_num_threads(2)
     assert cpu_threads() == 1
-    assert use_cpu_threads() == 1
+    assert use_cpu_threads() is None
     assert torch.get_num_threads() == 1
 
 
 @pytest.mark.parametrize("name", ["COURSE_THREADS", "OMP_NUM_THREADS"])
 def test_environment_chooses(clean_env, name):
     clean_env.setenv(name, "2")
-    assert use_cpu_threads() == 2
+    use_cpu_threads()
     assert torch.get_num_threads() == 2
 
 
