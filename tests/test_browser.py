@@ -5,7 +5,7 @@ started here on 127.0.0.1 and stopped at the end. For each lesson it checks:
 
 - on first open, before anything runs, no output shows a raw widget repr
   ("interactive(children=(FloatSlider(...") or a stale progress bar ("0%| | 0/500");
-- after "Restart Kernel and Clear Outputs" and "Run All Cells", no cell shows an error, no `$...$` is left
+- after "Restart Kernel and Run All Cells", no cell shows an error, no `$...$` is left
   unrendered by MathJax, every explorer is a live widget, and moving its first slider
   changes what it shows.
 
@@ -158,8 +158,12 @@ def _prompts(page):
 
 
 def _wait_until_run(page, timeout_s):
-    """Wait until every code cell shows an execution count ([n]:); they start cleared ([ ]:)."""
+    """Wait for the run to start (cells queued or running show [*]), then until every code cell
+    shows an execution count again; the stored outputs show counts before the run too."""
     deadline = time.monotonic() + timeout_s
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+                 .some(e => e.innerText.includes('*'))""", timeout=300_000, polling=100)
     while time.monotonic() < deadline:
         prompts = _prompts(page)
         if prompts and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts):
@@ -174,14 +178,8 @@ def _menu(page, menu, item):
 
 
 def _restart_and_run_all(page):
-    """Restart the kernel and clear every output, then run all cells: a fresh top-to-bottom run
-    whose end is plain to see (the stored outputs carry the same execution counts)."""
-    _menu(page, "Kernel", "Restart Kernel and Clear Outputs of All Cells")
+    _menu(page, "Kernel", "Restart Kernel and Run All Cells")
     page.click(".jp-Dialog-button.jp-mod-accept")
-    page.wait_for_function(
-        """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
-                 .every(e => !/[0-9]/.test(e.innerText))""", timeout=300_000)
-    _menu(page, "Run", "Run All Cells")
 
 
 def _explorer_output(explorer):
@@ -201,7 +199,9 @@ def test_lesson_in_jupyterlab(lab, browser, lesson):
     errors = []
     page.on("pageerror", lambda err: errors.append(str(err)))
     try:
-        page.goto(f"{base}/lab/tree/notebooks/{lesson.name}?token={token}")
+        # A workspace of its own, reset: only this lesson open, so the Kernel menu acts on it.
+        page.goto(f"{base}/lab/workspaces/{lesson.stem}/tree/notebooks/{lesson.name}"
+                  f"?reset&token={token}")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
         # the kernel has started and is idle (the status bar says so)
         page.wait_for_selector("text=/Python 3 \\(ipykernel\\) \\| Idle/", timeout=300_000)
