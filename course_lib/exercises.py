@@ -46,8 +46,8 @@ def replace_solution(source, code):
 
 
 def stub(name):
-    return (f'raise NotImplementedError("Exercise \'{name}\': replace this line with your '
-            f'solution, then run the check cell below")')
+    """The line that stands in for a solution; short, so it fits a narrow window when indented."""
+    return f'raise NotImplementedError("Exercise \'{name}\': write your solution here")'
 
 
 def exercises(nb):

@@ -1,0 +1,256 @@
+"""Every lesson as a learner sees it: opened in JupyterLab in a real browser, then run.
+
+Chromium (Debian's `chromium` package) driven by Playwright, against one JupyterLab server
+started here on 127.0.0.1 and stopped at the end. For each lesson it checks:
+
+- on first open, before anything runs, no output shows a raw widget repr
+  ("interactive(children=(FloatSlider(...") or a stale progress bar ("0%| | 0/500");
+- after "Restart Kernel and Run All Cells", no cell shows an error, no `$...$` is left
+  unrendered by MathJax, every explorer is a live widget, and moving its first slider
+  changes what it shows.
+
+A screenshot of each lesson goes to tests/artefacts/browser/ (git-ignored).
+
+`make test-browser` runs it (COURSE_BROWSER_TEST=1); `make test` skips it in one line.
+"""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+ARTEFACTS = ROOT / "tests" / "artefacts" / "browser"
+RUN_ALL_TIMEOUT_S = 900      # one lesson, restarted and run to the end, on a busy 2-core machine
+
+RAW_WIDGET = re.compile(r"\b(interactive|[A-Z]\w*(Slider|Box|Progress|Output))\((children|value)=")
+STALE_BAR = re.compile(r"\d+%\|[^|\n]*\|\s*\d+/\d+")
+RAW_MATH = re.compile(r"\$[^$\s][^$]*\$")
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _missing():
+    """Why the browser test cannot run here, or None."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright is not installed (pip install playwright)"
+    if _chromium() is None:
+        return "Chromium is not installed (apt-get install chromium)"
+    return None
+
+
+if os.environ.get("COURSE_BROWSER_TEST") != "1":
+    pytest.skip(f"browser test: {_missing() or 'Chromium and Playwright found'}; "
+                f"`make test-browser` runs it", allow_module_level=True)
+if _missing():
+    pytest.fail(f"make test-browser: {_missing()}", pytrace=False)
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# JupyterLab settings for the test: render every cell (no windowing, so off-screen outputs are in
+# the page), fetch no news, and save nothing back (the lessons are copies anyway).
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings":
+        '{"windowingMode": "none"}',
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+        '{"fetchNews": "false", "checkForUpdates": false}',
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings":
+        '{"autosave": false}',
+}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """(base URL, token) of a JupyterLab serving copies of the lessons; stopped afterwards."""
+    home = tmp_path_factory.mktemp("lab")
+    served = home / "notebooks"
+    served.mkdir()
+    for path in LESSONS:
+        shutil.copy(path, served / path.name)
+    for name, text in SETTINGS.items():
+        target = home / "settings" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    port, token = _free_port(), "course-browser-test"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
+    env.pop("OMP_NUM_THREADS", None)   # as a learner runs it: default settings
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")
+    log = open(home / "jupyterlab.log", "w")
+    server = subprocess.Popen(command, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("JupyterLab did not start:\n"
+                                       + (home / "jupyterlab.log").read_text()[-3000:])
+                time.sleep(0.5)
+        yield base, token
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), headless=True,
+                                    args=["--no-sandbox", "--disable-dev-shm-usage"])
+        yield browser
+        browser.close()
+
+
+def _output_texts(page):
+    return page.eval_on_selector_all(".jp-OutputArea-output", "els => els.map(e => e.innerText)")
+
+
+def _unrendered_math(page):
+    """Text of rendered markdown (code, and what MathJax made, left out) with `$...$` in it."""
+    texts = page.eval_on_selector_all(
+        ".jp-MarkdownOutput",
+        """els => els.map(e => {
+            const c = e.cloneNode(true);
+            c.querySelectorAll('code, pre, mjx-container, .MathJax').forEach(x => x.remove());
+            return c.innerText; })""")
+    return [m.group(0) for t in texts for m in RAW_MATH.finditer(t)]
+
+
+def _prompts(page):
+    return page.eval_on_selector_all(".jp-CodeCell .jp-InputPrompt",
+                                     "els => els.map(e => e.innerText.trim())")
+
+
+def _wait_until_run(page, timeout_s):
+    """Wait for the run to start (cells queued or running show [*]), then until every code cell
+    shows an execution count again; the stored outputs show counts before the run too."""
+    deadline = time.monotonic() + timeout_s
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+                 .some(e => e.innerText.includes('*'))""", timeout=300_000, polling=100)
+    while time.monotonic() < deadline:
+        prompts = _prompts(page)
+        if prompts and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts):
+            return
+        page.wait_for_timeout(1000)
+    raise AssertionError(f"the lesson did not finish running in {timeout_s} s; prompts: {prompts}")
+
+
+def _menu(page, menu, item):
+    page.click(f".lm-MenuBar-itemLabel:text-is('{menu}')")
+    page.click(f".lm-Menu-itemLabel:text-matches('^{item}')")
+
+
+def _restart_and_run_all(page):
+    _menu(page, "Kernel", "Restart Kernel and Run All Cells")
+    page.click(".jp-Dialog-button.jp-mod-accept")
+
+
+def _explorer_output(explorer):
+    """What an explorer shows below its sliders (its image, or failing that its text)."""
+    return explorer.evaluate(
+        """e => { const out = e.querySelector('.widget-output');
+                  if (!out) return '';
+                  const imgs = [...out.querySelectorAll('img')].map(i => i.src);
+                  return imgs.length ? imgs.join('|') : out.innerText; }""")
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_lesson_in_jupyterlab(lab, browser, lesson):
+    base, token = lab
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    errors = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    try:
+        # A workspace of its own, reset: only this lesson open, so the Kernel menu acts on it.
+        page.goto(f"{base}/lab/workspaces/{lesson.stem}/tree/notebooks/{lesson.name}"
+                  f"?reset&token={token}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+        # the kernel has started and is idle (the status bar says so)
+        page.wait_for_selector("text=/Python 3 \\(ipykernel\\) \\| Idle/", timeout=300_000)
+        page.wait_for_timeout(3000)      # let the widget manager restore what it can
+        first = _output_texts(page)
+        raw = [t[:80] for t in first if RAW_WIDGET.search(t) or STALE_BAR.search(t)
+               or "Error displaying widget" in t]
+        page.screenshot(path=str(ARTEFACTS / f"{lesson.stem}-first-open.png"))
+        assert not raw, f"{lesson.name} on first open shows raw widget or progress text: {raw}"
+
+        _restart_and_run_all(page)
+        _wait_until_run(page, RUN_ALL_TIMEOUT_S)
+        page.wait_for_timeout(2000)
+        failed = page.eval_on_selector_all(
+            "[data-mime-type='application/vnd.jupyter.error']", "els => els.map(e => e.innerText)")
+        assert not failed, f"{lesson.name} shows an error after running:\n{failed[0][-2000:]}"
+        after = _output_texts(page)
+        assert not [t for t in after if RAW_WIDGET.search(t) or STALE_BAR.search(t)], \
+            f"{lesson.name} shows raw widget or progress text after running"
+        math = _unrendered_math(page)
+        assert not math, f"{lesson.name} leaves math unrendered: {math[:5]}"
+
+        uses_widgets = "ipywidgets" in lesson.read_text()
+        if uses_widgets:
+            page.wait_for_selector(".widget-interact", timeout=120_000)
+        explorers = page.query_selector_all(".widget-interact")
+        assert bool(explorers) == uses_widgets, \
+            f"{lesson.name}: {len(explorers)} live explorers, imports ipywidgets: {uses_widgets}"
+        for i, explorer in enumerate(explorers):
+            explorer.scroll_into_view_if_needed()
+            handle = explorer.query_selector(".noUi-handle, input[type=range], .slider")
+            assert handle is not None, f"{lesson.name}: explorer {i} has no slider"
+            before = _explorer_output(explorer)
+            assert before, f"{lesson.name}: explorer {i} shows nothing"
+            box = handle.bounding_box()
+            x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+            page.mouse.move(x, y)
+            page.mouse.down()
+            page.mouse.move(x + 40, y, steps=5)      # drag the handle to the right
+            page.mouse.up()
+            page.wait_for_function(
+                """([e, before]) => { const out = e.querySelector('.widget-output');
+                     const imgs = [...out.querySelectorAll('img')].map(i => i.src);
+                     const now = imgs.length ? imgs.join('|') : out.innerText;
+                     return now && now !== before; }""",
+                arg=[explorer, before], timeout=60_000)
+            page.screenshot(path=str(ARTEFACTS / f"{lesson.stem}-explorer-{i}.png"))
+        page.screenshot(path=str(ARTEFACTS / f"{lesson.stem}.png"))
+        assert not errors, f"{lesson.name}: errors in the page: {errors[:3]}"
+    finally:
+        page.screenshot(path=str(ARTEFACTS / f"{lesson.stem}-last.png"))
+        page.close()
