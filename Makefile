@@ -47,10 +47,11 @@ test-browser: setup
 exercises: setup
 	$(PYTHON) -m course_lib.exercises
 
-# Maintainers: rerun every lesson top to bottom in a fresh kernel and save its outputs.
+# Maintainers: rerun every lesson top to bottom in a fresh kernel and save its outputs (waiting
+# up to 60 s for a busy kernel's outputs, where nbclient's default 4 s could drop some).
 notebooks: setup
 	$(PYTHON) -m jupyter nbconvert --to notebook --execute --inplace \
-		--ExecutePreprocessor.timeout=600 notebooks/*.ipynb
+		--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.iopub_timeout=60 notebooks/*.ipynb
 	$(PYTHON) -m course_lib.exercises
 
 # Learners: grade one notebook as the instructor will, e.g.
