@@ -70,3 +70,24 @@ def test_injected_wrong_answer_fails_at_its_check_with_its_hint(wrong):
     index, ename, evalue = first_error(nb)
     assert (index, ename) == (check, "AssertionError")
     assert wrong.hint in evalue
+
+
+LESSON_NUMBERS = {name[:2] for name in NAMES}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_lesson_a_notebook_mentions_exists(name):
+    """'lesson 08' or 'lessons 04-07' in a lesson's text points at lessons that are there."""
+    text = "\n".join(cell.source for cell in read(ROOT / "notebooks" / name).cells)
+    for match in re.finditer(r"(?i)\blessons? (\d{2})(?:\s*[-–]\s*(\d{2}))?", text):
+        first, last = match.group(1), match.group(2) or match.group(1)
+        missing = [f"{n:02d}" for n in range(int(first), int(last) + 1)
+                   if f"{n:02d}" not in LESSON_NUMBERS]
+        assert not missing, f"{name} mentions {match.group(0)!r}, but lesson {missing} does not exist"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_checkers_are_imported_the_same_way_in_every_lesson(name):
+    text = "\n".join(cell.source for cell in read(ROOT / "notebooks" / name).cells)
+    assert "from course_lib.checks import" in text
+    assert not re.search(r"from course_lib\.checks\.\w+ import", text)
