@@ -265,3 +265,19 @@ def gradients_flow(c, fn, inputs, names, reference, case):
                    hint="the forward values are right, so something in between is not an "
                         "ordinary torch operation: build the result from x with torch only")
     c.ok()
+
+
+def name_the_mistake(c, got, want, mistakes, dtype, formula, case):
+    """Fail, with the hint of the first (result, hint) in `mistakes` that `got` matches, else the formula.
+
+    Call it once `got` is known to differ from `want`; a result None in `mistakes` is skipped.
+    """
+    __tracebackhide__ = True
+    for wrong, hint in mistakes:
+        if wrong is not None and tensors_close(got, wrong, dtype):
+            c.fail("the result is not right", case=case, expected=want, got=got, hint=hint)
+    if dtype in HALF:
+        c.fail("the result is not right", case=case, expected=want, got=got,
+               hint=f"{formula}; compute it in float32 (x.float()) and convert the "
+                    f"result back with .to(x.dtype)")
+    c.fail("the result is not right", case=case, expected=want, got=got, hint=formula)

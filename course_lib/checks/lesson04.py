@@ -5,8 +5,8 @@ import numpy as np
 import torch
 
 from course_lib.blocks import Block
-from course_lib.checks.core import (HALF, Checker, gradients_flow, matches, tensor_result,
-                                    tensors_close)
+from course_lib.checks.core import (HALF, Checker, gradients_flow, matches, name_the_mistake,
+                                    tensor_result, tensors_close)
 from course_lib.costs import approx_params, count_params
 from course_lib.model import ModelConfig
 
@@ -295,14 +295,7 @@ def check_layer_norm(fn):
                 mistakes.insert(0, (in_half, "in half precision (x - mean) ** 2 overflows or "
                                              "rounds away: compute it in float32 (x.float()) "
                                              "and convert the result back with .to(x.dtype)"))
-            for wrong, hint in mistakes:
-                if wrong is not None and tensors_close(got, wrong, dtype):
-                    c.fail("the result is not right", case=case, expected=want, got=got, hint=hint)
-            if dtype in HALF:
-                c.fail("the result is not right", case=case, expected=want, got=got,
-                       hint=f"{formula}; compute it in float32 (x.float()) and convert the "
-                            f"result back with .to(x.dtype)")
-            c.fail("the result is not right", case=case, expected=want, got=got, hint=formula)
+            name_the_mistake(c, got, want, mistakes, dtype, formula, case)
         c.ok()
     x = torch.randn(3, 8, generator=gen) + 0.5
     w = 1 + 0.5 * torch.randn(8, generator=gen)

@@ -8,7 +8,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from course_lib.checks.core import HALF, Checker, gradients_flow, tensor_result, tensors_close
+from course_lib.checks.core import (HALF, Checker, gradients_flow, name_the_mistake, tensor_result,
+                                    tensors_close)
 
 # ---------------------------------------------------------------------------
 # rms_norm
@@ -83,14 +84,7 @@ def check_rms_norm(fn):
                                     "in half precision x * x overflows or rounds away: compute "
                                     "it in float32 (x.float()) and convert the result back "
                                     "with .to(x.dtype)"))
-            for wrong, hint in mistakes:
-                if tensors_close(got, wrong, dtype):
-                    c.fail("the result is not right", case=case, expected=want, got=got, hint=hint)
-            if dtype in HALF:
-                c.fail("the result is not right", case=case, expected=want, got=got,
-                       hint=f"{formula}; compute it in float32 (x.float()) and convert the "
-                            f"result back with .to(x.dtype)")
-            c.fail("the result is not right", case=case, expected=want, got=got, hint=formula)
+            name_the_mistake(c, got, want, mistakes, dtype, formula, case)
         c.ok()
     x = torch.randn(3, 8, generator=gen) + 0.5
     w = 1 + 0.5 * torch.randn(8, generator=gen)
