@@ -91,3 +91,11 @@ def test_checkers_are_imported_the_same_way_in_every_lesson(name):
     text = "\n".join(cell.source for cell in read(ROOT / "notebooks" / name).cells)
     assert "from course_lib.checks import" in text
     assert not re.search(r"from course_lib\.checks\.\w+ import", text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_code_fits_a_laptop_window(name):
+    """JupyterLab at 1,400 px shows about 100 characters of code; longer lines are cut off."""
+    long = [(number, line) for number, cell in enumerate(read(ROOT / "notebooks" / name).cells)
+            if cell.cell_type == "code" for line in cell.source.splitlines() if len(line) > 100]
+    assert not long, f"{name}: code lines over 100 characters (cell, line): {long[:3]}"
