@@ -115,3 +115,75 @@ WRONG += [
           _rope().replace("return torch.stack", "out = torch.stack"),
           "finish it with a `return`"),
 ]
+
+REFERENCE["rope_scores"] = """\
+D = q.shape[-1]
+freqs = base ** (-torch.arange(0, D, 2, dtype=q.dtype) / D)
+t = distances[:, None] * freqs
+qa, qb, ka, kb = q[0::2], q[1::2], k[0::2], k[1::2]
+return ((qa * ka + qb * kb) * torch.cos(t) + (qb * ka - qa * kb) * torch.sin(t)).sum(-1)"""
+
+
+def _scores(terms="(qa * ka + qb * kb) * torch.cos(t) + (qb * ka - qa * kb) * torch.sin(t)",
+            freqs="base ** (-torch.arange(0, D, 2, dtype=q.dtype) / D)",
+            pairs="q[0::2], q[1::2], k[0::2], k[1::2]", total=".sum(-1)"):
+    """A rope_scores body with one piece swapped for a mistake."""
+    return f"""\
+D = q.shape[-1]
+freqs = {freqs}
+t = distances[:, None] * freqs
+qa, qb, ka, kb = {pairs}
+return ({terms}){total}"""
+
+
+WRONG += [
+    Wrong("rope_scores", "sin term with the wrong sign",
+          _scores(terms="(qa * ka + qb * kb) * torch.cos(t) + (qa * kb - qb * ka) * torch.sin(t)"),
+          "these are the scores at -distance", inject=True),
+    Wrong("rope_scores", "no cross term", _scores(terms="(qa * ka + qb * kb) * torch.cos(t)"),
+          "the term (q_b k_a - q_a k_b) sin t is missing"),
+    Wrong("rope_scores", "pairs the halves",
+          _scores(pairs="q[:D // 2], q[D // 2:], k[:D // 2], k[D // 2:]"),
+          "you paired the halves"),
+    Wrong("rope_scores", "exponent i instead of 2i",
+          _scores(freqs="base ** (-torch.arange(D // 2, dtype=q.dtype) / D)"),
+          "you used base^(-i/D)"),
+    Wrong("rope_scores", "ignores base",
+          _scores(freqs="10000.0 ** (-torch.arange(0, D, 2, dtype=q.dtype) / D)"),
+          "use the `base` argument"),
+    Wrong("rope_scores", "terms not summed over the pairs", _scores(total=""),
+          "sum the pairs' terms over the last axis"),
+    Wrong("rope_scores", "float32 frequencies returned as float32 for float64 input",
+          _scores(freqs="base ** (-torch.arange(0, D, 2) / D)", total=".sum(-1).float()"),
+          "the result has the wrong dtype"),
+]
+
+# Right answers written differently from the reference: each must pass its checker.
+ALTERNATIVES = [
+    ("sinusoidal_positions", "exp and log, as in the Annotated Transformer", """\
+pos = torch.arange(T).unsqueeze(1).float()
+div = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+pe = torch.zeros(T, d_model)
+pe[:, 0::2] = torch.sin(pos * div)
+pe[:, 1::2] = torch.cos(pos * div)
+return pe"""),
+    ("sinusoidal_positions", "NumPy, stacked then reshaped", """\
+angles = np.arange(T)[:, None] / 10000 ** (np.arange(d_model // 2) * 2 / d_model)
+return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(T, d_model)"""),
+    ("apply_rope", "complex numbers, as in Meta's original Llama code", """\
+D = x.shape[-1]
+angles = positions[:, None].double() * base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+pairs = torch.view_as_complex(x.double().reshape(*x.shape[:-1], D // 2, 2).contiguous())
+turned = pairs * torch.polar(torch.ones_like(angles), angles)
+return torch.view_as_real(turned).reshape(x.shape).to(x.dtype)"""),
+    ("rope_scores", "apply_rope at positions 0 and distance", """\
+from course_lib.positions import apply_rope
+keys = apply_rope(k.expand(len(distances), -1), distances, base)
+return (apply_rope(q[None], torch.tensor([0]), base) @ keys.T)[0]"""),
+    ("rope_scores", "complex numbers", """\
+D = q.shape[-1]
+t = distances[:, None].double() * base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+qc = torch.complex(q[0::2].double(), q[1::2].double())
+kc = torch.complex(k[0::2].double(), k[1::2].double())
+return (qc.conj() * kc * torch.exp(1j * t)).real.sum(-1).to(q.dtype)"""),
+]

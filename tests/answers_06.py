@@ -70,3 +70,182 @@ WRONG += [
     Wrong("train_step", "returns the loss tensor", _step(result="loss"),
           "returned a tensor, not a float"),
 ]
+
+REFERENCE.update({
+    "sample_batch": """\
+from course_lib.data import get_batch, split_inputs_targets
+return split_inputs_targets(get_batch(ids, batch_size, block_size, generator))""",
+    "cross_entropy": """\
+from course_lib.training import next_token_loss
+return next_token_loss(logits, targets)""",
+    "lr_schedule": """\
+from course_lib.training import TrainConfig, lr_at
+config = TrainConfig(steps=total_steps, lr=max_lr, warmup_steps=warmup_steps,
+                     min_lr_ratio=min_lr_ratio)
+return lr_at(step, config)""",
+})
+
+
+def _windows(high="len(ids) - block_size", window="ids[starts[:, None] + torch.arange(block_size + 1)]",
+             split="window[:, :-1], window[:, 1:]", generator="generator=generator"):
+    """A sample_batch body with one piece swapped for a mistake."""
+    return f"""\
+starts = torch.randint(0, {high}, (batch_size,), {generator})
+window = {window}
+return {split}"""
+
+
+def _loss(body):
+    """A cross_entropy body: `body` computes `loss` from z = logits (B, T, V) and targets."""
+    return "z = logits\n" + body + "\nreturn loss"
+
+
+STABLE = """\
+m = z.amax(dim=-1, keepdim=True)
+log_probs = z - m - torch.log(torch.exp(z - m).sum(dim=-1, keepdim=True))"""
+PICKED = "picked = log_probs.gather(-1, targets[..., None])[..., 0]"
+
+
+def _schedule(rise="step + 1", span="total_steps - 1 - warmup_steps", floor="max_lr * min_lr_ratio",
+              cap="min(1.0, p)", decay="0.5 * (1 + math.cos(math.pi * p))"):
+    """An lr_schedule body with one piece swapped for a mistake."""
+    return f"""\
+if step < warmup_steps:
+    return max_lr * ({rise}) / warmup_steps
+floor = {floor}
+p = (step - warmup_steps) / max(1, {span})
+p = {cap}
+return floor + (max_lr - floor) * {decay}"""
+
+
+WRONG += [
+    # 06 sample_batch
+    Wrong("sample_batch", "last window never drawn", _windows(high="len(ids) - block_size - 1"),
+          "never appears", inject=True),
+    Wrong("sample_batch", "start past the end", """\
+starts = torch.randint(0, len(ids) - block_size, (batch_size,), generator=generator) + 1
+window = torch.stack([ids[s:s + block_size + 1] for s in starts.tolist()])
+return window[:, :-1], window[:, 1:]""",
+          "s + block_size + 1 <= len(ids)"),
+    Wrong("sample_batch", "unshifted targets", _windows(split="window[:, :-1], window[:, :-1]"),
+          "targets equal the inputs"),
+    Wrong("sample_batch", "targets before the inputs", _windows(split="window[:, 1:], window[:, :-1]"),
+          "the targets are the previous ids"),
+    Wrong("sample_batch", "float windows", """\
+starts = torch.randint(0, len(ids) - block_size, (batch_size,), generator=generator)
+window = torch.zeros(batch_size, block_size + 1)
+for b, s in enumerate(starts.tolist()):
+    window[b] = ids[s:s + block_size + 1]
+return window[:, :-1], window[:, 1:]""",
+          "keep the ids' integer dtype"),
+    Wrong("sample_batch", "ignores the generator", _windows(generator="generator=None"),
+          "the generator you are given"),
+    Wrong("sample_batch", "(T, B) instead of (B, T)", _windows(split="window[:, :-1].T, window[:, 1:].T"),
+          "do not transpose"),
+    Wrong("sample_batch", "whole windows as inputs", _windows(split="window, window[:, 1:]"),
+          "holds whole windows"),
+    Wrong("sample_batch", "one start per id", """\
+starts = torch.randint(0, len(ids) - 1, (batch_size, block_size), generator=generator)
+return ids[starts], ids[starts + 1]""",
+          "one random start per row"),
+    # 06 cross_entropy
+    Wrong("cross_entropy", "no max subtraction",
+          _loss("log_probs = z - torch.log(torch.exp(z).sum(dim=-1, keepdim=True))\n" + PICKED
+                + "\nloss = -picked.mean()"),
+          "subtract each position's maximum logit", inject=True),
+    Wrong("cross_entropy", "log of the softmax", _loss("""\
+e = torch.exp(z - z.amax(dim=-1, keepdim=True))
+probs = e / e.sum(dim=-1, keepdim=True)
+loss = -torch.log(probs.gather(-1, targets[..., None])).mean()"""),
+          "never take the log of a softmax"),
+    Wrong("cross_entropy", "one-hot times log-probabilities", _loss(STABLE + """
+one_hot = torch.nn.functional.one_hot(targets, z.shape[-1])
+loss = -(one_hot * log_probs).sum(dim=-1).mean()"""),
+          "0 * -inf is NaN"),
+    Wrong("cross_entropy", "summed, not averaged", _loss(STABLE + "\n" + PICKED + "\nloss = -picked.sum()"),
+          "not the sum"),
+    Wrong("cross_entropy", "no minus sign", _loss(STABLE + "\n" + PICKED + "\nloss = picked.mean()"),
+          "you forgot the minus sign"),
+    Wrong("cross_entropy", "returns .item()", _loss(STABLE + "\n" + PICKED + "\nloss = -picked.mean().item()"),
+          "not loss.item()"),
+    Wrong("cross_entropy", "one loss per position", _loss(STABLE + "\n" + PICKED + "\nloss = -picked"),
+          "one loss per position"),
+    Wrong("cross_entropy", "softmax over the positions", _loss("""\
+log_probs = z - torch.logsumexp(z, dim=1, keepdim=True)
+""" + PICKED + "\nloss = -picked.mean()"),
+          "yours ran over another axis"),
+    Wrong("cross_entropy", "the maximum not added back", _loss("""\
+m = z.amax(dim=-1, keepdim=True)
+log_probs = z - torch.log(torch.exp(z - m).sum(dim=-1, keepdim=True))
+""" + PICKED + "\nloss = -picked.mean()"),
+          "add it back"),
+    Wrong("cross_entropy", "mean over the vocabulary too", _loss(STABLE + """
+one_hot = torch.nn.functional.one_hot(targets, z.shape[-1])
+loss = -torch.where(one_hot.bool(), log_probs, torch.zeros_like(log_probs)).mean()"""),
+          "not over the V vocabulary entries as well"),
+    Wrong("cross_entropy", "targets flattened transposed", _loss(STABLE + """
+flat = log_probs.reshape(-1, z.shape[-1])
+loss = -flat[torch.arange(flat.shape[0]), targets.T.reshape(-1)].mean()"""),
+          "pair logits[b, t] with targets[b, t]"),
+    Wrong("cross_entropy", "detached from the graph", _loss("z = z.detach()\n" + STABLE + "\n" + PICKED
+                                                          + "\nloss = -picked.mean()"),
+          "no gradient flows through your loss"),
+    # 06 lr_schedule
+    Wrong("lr_schedule", "step 0 gets 0", _schedule(rise="step"),
+          "the first update does nothing", inject=True),
+    Wrong("lr_schedule", "floor reached one step late", _schedule(span="total_steps - warmup_steps"),
+          "one step too late"),
+    Wrong("lr_schedule", "decays to 0", _schedule(floor="0.0"), "not to 0"),
+    Wrong("lr_schedule", "min_lr_ratio as the floor", _schedule(floor="min_lr_ratio"),
+          "not a learning rate"),
+    Wrong("lr_schedule", "no cap past the end", _schedule(cap="p"), "climbs back up"),
+    Wrong("lr_schedule", "cosine from step 0", """\
+if step < warmup_steps:
+    return max_lr * (step + 1) / warmup_steps
+floor = max_lr * min_lr_ratio
+p = min(1.0, step / (total_steps - 1))
+return floor + (max_lr - floor) * 0.5 * (1 + math.cos(math.pi * p))""",
+          "the cosine starts at the end of the warm-up"),
+    Wrong("lr_schedule", "linear decay", _schedule(decay="(1 - p)"), "not a straight line"),
+    Wrong("lr_schedule", "returns a tensor", _schedule(decay="0.5 * (1 + torch.cos(torch.tensor(math.pi * p)))"),
+          "got a tensor"),
+    Wrong("lr_schedule", "divides by warmup_steps always", """\
+rise = min(1.0, (step + 1) / warmup_steps)
+floor = max_lr * min_lr_ratio
+p = min(1.0, max(0, step - warmup_steps) / (total_steps - 1 - warmup_steps))
+return rise * (floor + (max_lr - floor) * 0.5 * (1 + math.cos(math.pi * p)))""",
+          "never divide by warmup_steps outside"),
+]
+
+# Right answers written differently from the reference: each must pass its checker.
+ALTERNATIVES = [
+    ("sample_batch", "a loop over the rows", """\
+starts = torch.randint(len(ids) - block_size, (batch_size,), generator=generator)
+windows = torch.stack([ids[s:s + block_size + 1] for s in starts])
+return windows[:, :-1], windows[:, 1:]"""),
+    ("sample_batch", "unfold", """\
+all_windows = ids.unfold(0, block_size + 1, 1)
+rows = all_windows[torch.randint(0, all_windows.shape[0], (batch_size,), generator=generator)]
+return rows[:, :block_size], rows[:, 1:]"""),
+    ("cross_entropy", "logsumexp and gather", """\
+lse = torch.logsumexp(logits, dim=-1)
+return (lse - logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)).mean()"""),
+    ("cross_entropy", "flattened, indexed with arange", """\
+V = logits.shape[-1]
+z = logits.reshape(-1, V)
+y = targets.reshape(-1)
+m = z.max(dim=1).values.detach()
+lse = m + torch.log(torch.exp(z - m[:, None]).sum(dim=1))
+return torch.mean(lse - z[torch.arange(len(y)), y])"""),
+    ("cross_entropy", "F.cross_entropy on flattened tensors", """\
+import torch.nn.functional as F
+return F.cross_entropy(logits.flatten(0, 1), targets.flatten())"""),
+    ("lr_schedule", "the end handled first", """\
+floor = max_lr * min_lr_ratio
+if step >= total_steps - 1:
+    return floor
+if step < warmup_steps:
+    return max_lr * (step + 1) / warmup_steps
+progress = (step - warmup_steps) / (total_steps - 1 - warmup_steps)
+return floor + 0.5 * (max_lr - floor) * (1 + math.cos(math.pi * progress))"""),
+]

@@ -8,8 +8,10 @@ from course_lib.checks.lesson01 import check_attention, check_attention_steps, c
 from course_lib.checks.lesson02 import check_causal_mask, check_masked_attention
 from course_lib.checks.lesson03 import check_merge_heads, check_multi_head_attention, check_split_heads
 from course_lib.checks.lesson04 import check_block_forward, check_count_params, check_layer_norm
-from course_lib.checks.lesson05 import check_apply_rope, check_sinusoidal_positions
-from course_lib.checks.lesson06 import check_train_step
+from course_lib.checks.lesson05 import (check_apply_rope, check_rope_scores,
+                                        check_sinusoidal_positions)
+from course_lib.checks.lesson06 import (check_cross_entropy, check_lr_schedule, check_sample_batch,
+                                        check_train_step)
 from course_lib.checks.lesson07 import (check_cached_attention_step, check_greedy_decode,
                                         check_kv_bytes_per_token)
 from course_lib.checks.lesson08 import check_grouped_query_attention, check_rms_norm, check_swiglu
@@ -22,8 +24,8 @@ __all__ = [
     "check_causal_mask", "check_masked_attention",
     "check_split_heads", "check_merge_heads", "check_multi_head_attention",
     "check_layer_norm", "check_block_forward", "check_count_params",
-    "check_sinusoidal_positions", "check_apply_rope",
-    "check_train_step",
+    "check_sinusoidal_positions", "check_apply_rope", "check_rope_scores",
+    "check_sample_batch", "check_cross_entropy", "check_train_step", "check_lr_schedule",
     "check_cached_attention_step", "check_greedy_decode", "check_kv_bytes_per_token",
     "check_rms_norm", "check_swiglu", "check_grouped_query_attention",
     "check_params_from_config", "check_tiled_attention",

@@ -207,3 +207,95 @@ def check_apply_rope(fn):
             fail("the result is not right", want, got, rotate)
         c.ok()
     c.done()
+
+
+def _scores_by_distance(q, k, distances, base=10000.0, exponent=None, sign=1.0, halves=False,
+                        cross=True):
+    """q's RoPE score against k at each distance, in float64, right or with one usual mistake."""
+    q, k = q.double().numpy(), k.double().numpy()
+    D = q.shape[-1]
+    exponent = exponent or (lambda i, D: -2 * i / D)
+    freqs = base ** np.array([exponent(i, D) for i in range(D // 2)])
+    t = sign * np.asarray(distances, dtype=np.float64)[:, None] * freqs          # (N, D / 2)
+    if halves:
+        qa, qb, ka, kb = q[: D // 2], q[D // 2:], k[: D // 2], k[D // 2:]
+    else:
+        qa, qb, ka, kb = q[0::2], q[1::2], k[0::2], k[1::2]
+    terms = (qa * ka + qb * kb) * np.cos(t)
+    if cross:
+        terms = terms + (qb * ka - qa * kb) * np.sin(t)
+    return terms.sum(axis=-1)                                                    # (N,)
+
+
+def check_rope_scores(fn):
+    """Check rope_scores(q, k, distances, base=10000.0): the RoPE score from the distance alone."""
+    __tracebackhide__ = True
+    c = Checker("rope_scores", fn)
+    gen = torch.Generator().manual_seed(7)
+    formula = ("per pair i (a = 2i, b = 2i + 1) with t = distance * base^(-2i/D): "
+               "(q_a k_a + q_b k_b) cos t + (q_b k_a - q_a k_b) sin t, summed over the pairs")
+    cases = [
+        (6, [0, 1, 3, 10, 2], 10000.0, torch.float32),
+        (8, [5, -5, 0, 17, -40, 100], 10000.0, torch.float64),
+        (10, [0, 2, -3, 7], 100.0, torch.float32),
+    ]
+    for D, dist, base, dtype in cases:
+        q = torch.randn(D, generator=gen, dtype=dtype)
+        k = torch.randn(D, generator=gen, dtype=dtype)
+        distances = torch.tensor(dist)
+        kwargs = {} if base == 10000.0 else {"base": base}
+        case = (f"q, k of shape ({D},) {str(dtype).replace('torch.', '')}, distances {dist}"
+                + (f", base={base}" if kwargs else ""))
+        out = c.call(q, k, distances, case=case, **kwargs,
+                     crash_hint="q[0::2], q[1::2] are the pairs' a and b, each (D/2,); the angles "
+                                "distances[:, None] * freqs are (N, D/2) and broadcast against "
+                                "them; sum over the last axis")
+        if not isinstance(out, torch.Tensor):
+            c.fail("expected a torch tensor", case=case, got=type(out).__name__,
+                   hint="return a tensor of shape (N,), one score per distance")
+        N = len(dist)
+        if tuple(out.shape) == (N, D // 2):
+            c.fail("the result has one number per pair", case=case, expected=(N,),
+                   got=tuple(out.shape), hint="sum the pairs' terms over the last axis")
+        c.shape(out, (N,), "the result", case, hint="one score per distance: shape (N,)")
+        if out.dtype != dtype:
+            c.fail("the result has the wrong dtype", case=case, expected=str(dtype),
+                   got=str(out.dtype),
+                   hint="compute in q's dtype: build the frequencies with dtype=q.dtype (or "
+                        "convert the result with .to(q.dtype))")
+        c.ok()
+        got = out.detach().double().numpy()
+        c.finite(got, "the result", case, hint=formula)
+        want = _scores_by_distance(q, k, dist, base)
+        zero = [j for j, d in enumerate(dist) if d == 0]
+        plain = float(q.double() @ k.double())
+        if zero and not np.isclose(got[zero[0]], plain, atol=1e-4, rtol=1e-4):
+            c.fail("the score at distance 0 is not q . k", case=case, expected=plain,
+                   got=got[zero[0]],
+                   hint="at distance 0 both vectors turn by the same angle and the rotations "
+                        "cancel, so the score is the plain dot product q . k")
+        c.ok()
+        if not _close(got, want):
+            mistakes = [
+                (_scores_by_distance(q, k, dist, base, sign=-1.0),
+                 "these are the scores at -distance: the key sits `distance` positions AFTER the "
+                 "query, so the pair's angle is t = +distance * base^(-2i/D) in "
+                 "(q_a k_a + q_b k_b) cos t + (q_b k_a - q_a k_b) sin t; check the sign of the "
+                 "sin term"),
+                (_scores_by_distance(q, k, dist, base, cross=False),
+                 "a rotation mixes the two numbers of a pair: the term "
+                 "(q_b k_a - q_a k_b) sin t is missing"),
+                (_scores_by_distance(q, k, dist, base, halves=True),
+                 "this lesson pairs dimension 2i with 2i + 1 (a = q[0::2], b = q[1::2]); you "
+                 "paired the halves (i, i + D/2)"),
+                (_scores_by_distance(q, k, dist, base, exponent=lambda i, D: -i / D),
+                 "the angle of pair i is distance * base^(-2i/D), where i counts the pairs; you "
+                 "used base^(-i/D)"),
+                (_scores_by_distance(q, k, dist, 10000.0) if kwargs else None,
+                 f"use the `base` argument (here {base}) instead of a fixed 10000"),
+            ]
+            hint = next((h for wrong, h in mistakes if wrong is not None and _close(got, wrong)),
+                        formula)
+            c.fail("the scores are not right", case=case, expected=want, got=got, hint=hint)
+        c.ok()
+    c.done()

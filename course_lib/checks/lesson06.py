@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from course_lib.checks.core import Checker
 from course_lib.model import ModelConfig, TinyLM
+from course_lib.training import TrainConfig, lr_at
 from course_lib.training import train_step as reference_step
 
 _CRASH_HINT = ("batch is (B, T + 1): inputs = batch[:, :-1] and targets = batch[:, 1:] are each "
@@ -195,3 +196,374 @@ def _param_hint(model, before, after, wrong, k):
                 "since backward() adds to .grad rather than replacing it")
     return ("one call must do exactly: opt.zero_grad(), loss.backward(), opt.step(), once each, "
             "with the optimizer you are given (do not build a new one inside the function)")
+
+
+# ---------------------------------------------------------------------------
+# sample_batch(ids, batch_size, block_size, generator) -> (inputs, targets)
+# ---------------------------------------------------------------------------
+
+_FIRST_ID = 40  # the test corpora are ids 40, 41, 42, ...: an id tells where in the text it sat
+
+_WINDOW_HINT = ("draw each start s with torch.randint(0, len(ids) - block_size, (batch_size,), "
+                "generator=generator): high is exclusive, so the last start is "
+                "len(ids) - block_size - 1, whose window ids[s : s + block_size + 1] ends at the "
+                "last id")
+
+
+def _pair_of_tensors(c, result, case):
+    __tracebackhide__ = True
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        c.fail("expected a pair (inputs, targets)", case=case, got=type(result).__name__,
+               hint="end with `return inputs, targets`")
+    for name, value in zip(("inputs", "targets"), result):
+        if not isinstance(value, torch.Tensor):
+            c.fail(f"{name} should be a torch tensor", case=case, got=type(value).__name__,
+                   hint="index the ids tensor (ids[s : s + block_size + 1]) and torch.stack "
+                        "the rows")
+    c.ok()
+    return result
+
+
+def _check_windows(c, inputs, targets, B, T, N, case):
+    """Shape, dtype, rows of consecutive ids, targets one id later; returns the starts."""
+    __tracebackhide__ = True
+    for name, value in (("inputs", inputs), ("targets", targets)):
+        if tuple(value.shape) == (T, B) and B != T:
+            c.fail(f"{name} has its axes in the wrong order", case=case, expected=(B, T),
+                   got=tuple(value.shape),
+                   hint="one row per window: (batch_size, block_size), B rows of T ids; "
+                        "do not transpose")
+        if tuple(value.shape) == (B, T + 1):
+            c.fail(f"{name} holds whole windows of block_size + 1 ids", case=case,
+                   expected=(B, T), got=tuple(value.shape),
+                   hint="cut each window in two: inputs = window[:, :-1] (all but the last id) "
+                        "and targets = window[:, 1:] (all but the first)")
+        c.shape(value, (B, T), name, case,
+                hint="(batch_size, block_size): one row per window, one column per position")
+        if value.dtype != torch.long:
+            c.fail(f"{name} has the wrong dtype", case=case, expected="torch.int64 (long)",
+                   got=str(value.dtype),
+                   hint="keep the ids' integer dtype: slice ids rather than filling "
+                        "torch.zeros(...) (float), and never convert ids to float; "
+                        "cross_entropy and the embedding need integer (long) ids")
+    c.ok()
+    where_in = inputs - _FIRST_ID                                        # (B, T) positions
+    if bool((where_in < 0).any()) or bool((where_in >= N).any()):
+        c.fail("inputs hold values that are not ids of the text", case=case, got=inputs,
+               hint="return ids from the text (ids[s : s + block_size]), not positions or starts")
+    if not bool((where_in[:, 1:] == where_in[:, :-1] + 1).all()):
+        c.fail("a row of inputs is not consecutive ids of the text", case=case, got=inputs,
+               hint="each row is one window of consecutive ids, ids[s : s + block_size] for "
+                    "its own start s; one random start per row, not one per id")
+    c.ok()
+    shift = targets - inputs
+    if bool((shift != 1).any()):
+        if bool((shift == 0).all()):
+            hint = ("targets equal the inputs (the off-by-one pitfall): targets[b, t] is the id "
+                    "that follows inputs[b, t], so targets = window[:, 1:]")
+        elif bool((shift == -1).all()):
+            hint = ("the targets are the previous ids: inputs = window[:, :-1] and "
+                    "targets = window[:, 1:], not the other way round")
+        else:
+            hint = ("targets[b, t] is the id right after inputs[b, t]: cut one window of "
+                    "block_size + 1 ids, inputs = window[:, :-1], targets = window[:, 1:]")
+        c.fail("targets are not the inputs shifted by one", case=case, expected=inputs + 1,
+               got=targets, hint=hint)
+    c.ok()
+    return where_in[:, 0]
+
+
+def check_sample_batch(fn):
+    """Check sample_batch(ids, batch_size, block_size, generator) -> (inputs, targets), each (B, T)."""
+    __tracebackhide__ = True
+    c = Checker("sample_batch", fn)
+    for N, B, T in ((30, 3, 5), (9, 1, 4), (12, 2000, 4)):
+        ids = torch.arange(_FIRST_ID, _FIRST_ID + N)
+        case = (f"ids = torch.arange({_FIRST_ID}, {_FIRST_ID + N}) (N = {N}), batch_size={B}, "
+                f"block_size={T}, generator=torch.Generator().manual_seed(0)")
+        crash = "a window ids[s : s + block_size + 1] needs s + block_size + 1 <= len(ids); "
+        result = c.call(ids, B, T, torch.Generator().manual_seed(0), case=case,
+                        crash_hint=crash + _WINDOW_HINT, none_hint="end with `return inputs, targets`")
+        inputs, targets = _pair_of_tensors(c, result, case)
+        starts = _check_windows(c, inputs, targets, B, T, N, case)
+        if B >= 1000:  # enough windows that every start appears
+            seen, last = set(starts.tolist()), N - T - 1
+            if last not in seen:
+                c.fail(f"the last window (start {last}, ending at the last id) never appears "
+                       f"in {B} windows", case=case, expected=list(range(last + 1)),
+                       got=sorted(seen), hint=_WINDOW_HINT)
+            if 0 not in seen or len(seen) < last + 1:
+                c.fail(f"some starts never appear in {B} windows", case=case,
+                       expected=list(range(last + 1)), got=sorted(seen),
+                       hint="every start from 0 to len(ids) - block_size - 1 must be possible: "
+                            + _WINDOW_HINT)
+            c.ok()
+        again = c.call(ids, B, T, torch.Generator().manual_seed(0), case=case,
+                       crash_hint=crash + _WINDOW_HINT)
+        other = c.call(ids, B, T, torch.Generator().manual_seed(1),
+                       case=case.replace("manual_seed(0)", "manual_seed(1)"),
+                       crash_hint=crash + _WINDOW_HINT)
+        same = all(torch.equal(a, b) for a, b in zip(result, _pair_of_tensors(c, again, case)))
+        if not same or (B > 1 and torch.equal(result[0], _pair_of_tensors(c, other, case)[0])):
+            c.fail("the windows do not follow the generator you are given", case=case,
+                   hint="draw the starts with the generator you are given, "
+                        "torch.randint(..., generator=generator), so that a seeded generator "
+                        "gives the same batch every time")
+        c.ok()
+    c.done()
+
+
+# ---------------------------------------------------------------------------
+# cross_entropy(logits, targets) -> scalar tensor
+# ---------------------------------------------------------------------------
+
+_CE_FORMULA = ("the loss is the mean over all B*T positions of logsumexp(z) - z[target], with "
+               "z = logits[b, t] (V numbers) and logsumexp(z) = m + log(sum(exp(z - m))), "
+               "m = max(z)")
+
+
+def _ce_variants(logits, targets):
+    """The usual wrong losses, computed stably in float64: {hint: value}."""
+    z = logits.detach().double()
+    B, T, V = z.shape
+    lse = torch.logsumexp(z, dim=-1)                                      # (B, T)
+    picked = z.gather(-1, targets[..., None])[..., 0]                     # (B, T)
+    nll = lse - picked                                                    # (B, T)
+    out = {
+        "take the mean over all B*T positions, not the sum": nll.sum(),
+        "the loss is -log p(target), a positive number: you forgot the minus sign": -nll.mean(),
+        "average over the B*T positions only, not over the V vocabulary entries as well":
+            nll.sum() / (B * T * V),
+        "average over every position of every row (B*T of them): you averaged over T and then "
+        "summed over B": nll.mean(dim=1).sum(),
+        "each position is scored on its own target: pair logits[b, t] with targets[b, t] "
+        "(flattening the targets transposed pairs them with another position's)":
+            (lse.reshape(-1) - z.reshape(-1, V).gather(
+                -1, targets.T.reshape(-1, 1).clamp(max=V - 1))[:, 0]).mean() if B != T else None,
+        "the softmax runs over the last axis, the V vocabulary entries; yours ran over another "
+        "axis": -(z - torch.logsumexp(z, dim=1, keepdim=True)).gather(
+            -1, targets[..., None]).mean(),
+        "log-sum-exp is m + log(sum(exp(z - m))): after subtracting the maximum m, add it back":
+            (lse - z.amax(-1) - picked).mean() if torch.isfinite(z.amax(-1)).all() else None,
+    }
+    return {hint: value for hint, value in out.items() if value is not None}
+
+
+def _ce_cases(gen):
+    """(case text, logits, targets) from easy to hard."""
+    cases = []
+    logits = torch.randn(2, 3, 5, generator=gen)
+    targets = torch.tensor([[0, 4, 2], [3, 3, 1]])
+    cases.append(("logits (B=2, T=3, V=5) float32 from randn, targets [[0, 4, 2], [3, 3, 1]]",
+                  logits, targets))
+    logits = 3 * torch.randn(1, 4, 7, generator=gen, dtype=torch.float64)
+    targets = torch.tensor([[6, 0, 2, 2]])
+    cases.append(("logits (B=1, T=4, V=7) float64, targets [[6, 0, 2, 2]]", logits, targets))
+    logits = 1000 * torch.randn(3, 2, 6, generator=gen)
+    targets = torch.tensor([[1, 5], [0, 2], [4, 4]])
+    cases.append(("large logits (B=3, T=2, V=6) float32, entries of about +-3000 (a confident "
+                  "model), targets [[1, 5], [0, 2], [4, 4]]", logits, targets))
+    logits = torch.randn(2, 3, 4, generator=gen)
+    targets = torch.tensor([[1, 2, 3], [3, 1, 2]])
+    logits[..., 0] = -torch.inf
+    cases.append(("logits (B=2, T=3, V=4) float32 with -inf in column 0 everywhere (a byte the "
+                  "model rules out; never a target), targets [[1, 2, 3], [3, 1, 2]]",
+                  logits, targets))
+    return cases
+
+
+def check_cross_entropy(fn):
+    """Check cross_entropy(logits, targets): the mean next-token loss, stable, with gradients."""
+    __tracebackhide__ = True
+    c = Checker("cross_entropy", fn)
+    gen = torch.Generator().manual_seed(6)
+    for case, logits, targets in _ce_cases(gen):
+        V = logits.shape[-1]
+        want = F.cross_entropy(logits.double().reshape(-1, V), targets.reshape(-1))
+        got = c.call(logits, targets, case=case,
+                     crash_hint="logits are (B, T, V) and targets (B, T) integers: pick each "
+                                "position's target logit with logits.gather(-1, targets[..., "
+                                "None]) or by flattening both to (B*T, V) and (B*T,)",
+                     none_hint="end with `return loss`, a tensor of shape ()")
+        if isinstance(got, numbers.Real) and not isinstance(got, bool):
+            c.fail("expected a tensor, got a Python number", case=case, got=got,
+                   hint="return the loss tensor itself, not loss.item(): training calls "
+                        "loss.backward() on it")
+        if not isinstance(got, torch.Tensor):
+            c.fail("expected a tensor", case=case, got=type(got).__name__,
+                   hint="return the loss as a torch tensor of shape ()")
+        if got.shape != ():
+            hint = ("return one number, the mean over all B*T positions (.mean() of the (B, T) "
+                    "losses)")
+            if got.shape == logits.shape[:2] or got.numel() == logits.shape[0] * logits.shape[1]:
+                hint = "you returned one loss per position: " + hint
+            c.fail("the loss is not a single number", case=case, expected="shape ()",
+                   got=f"shape {tuple(got.shape)}", hint=hint)
+        if got.dtype != logits.dtype:
+            c.fail("the loss has the wrong dtype", case=case, expected=str(logits.dtype),
+                   got=str(got.dtype),
+                   hint="compute in the logits' dtype; do not convert to another one")
+        c.ok()
+        value = got.detach().double()
+        if not bool(torch.isfinite(value)):
+            if bool(torch.isnan(value)) and "-inf" in case:
+                hint = ("0 * -inf is NaN: pick the target's log-probability with gather or "
+                        "indexing rather than multiplying the log-probabilities by a one-hot")
+            elif _overflows(c, case):
+                hint = ("exp of a large logit overflows (exp(89) is already inf in float32): "
+                        "subtract each position's maximum logit before exp, the log-sum-exp "
+                        "trick")
+            else:
+                hint = ("the target's probability underflowed to 0 and log(0) = -inf: never take "
+                        "the log of a softmax; use log p(target) = z[target] - logsumexp(z)")
+            c.fail("the loss is inf or NaN", case=case, expected=round(want.item(), 4),
+                   got=value.item(), hint=hint)
+        c.ok()
+        atol, rtol = (1e-5, 1e-5) if logits.dtype == torch.float32 else (1e-9, 1e-9)
+        if not torch.isclose(value, want, atol=atol, rtol=rtol):
+            hint = next((h for h, v in _ce_variants(logits, targets).items()
+                         if torch.isclose(value, v, atol=atol, rtol=rtol)), _CE_FORMULA)
+            c.fail("the loss is not right", case=case, expected=round(want.item(), 6),
+                   got=round(value.item(), 6), hint=hint)
+        c.ok()
+    _check_ce_gradient(c, fn, gen)
+    c.done()
+
+
+def _overflows(c, case):
+    """Whether the learner's loss is inf or NaN where the target has the largest logit, 100."""
+    __tracebackhide__ = True
+    probe = torch.tensor([[[100.0, 0.0, 0.0]]])          # the right loss is about 7e-44
+    value = c.call(probe, torch.tensor([[0]]), case=case)
+    return not (isinstance(value, torch.Tensor) and bool(torch.isfinite(value).all()))
+
+
+def _check_ce_gradient(c, fn, gen):
+    """The gradient with respect to the logits must equal cross_entropy's: softmax - one-hot, / BT."""
+    __tracebackhide__ = True
+    logits = torch.randn(2, 3, 5, generator=gen, dtype=torch.float64)
+    targets = torch.tensor([[1, 0, 4], [2, 2, 3]])
+    case = "logits (B=2, T=3, V=5) float64 with requires_grad=True, targets [[1, 0, 4], [2, 2, 3]]"
+    mine = logits.clone().requires_grad_(True)
+    loss = c.call(mine, targets, case=case)
+    if not isinstance(loss, torch.Tensor) or not loss.requires_grad:
+        c.fail("no gradient flows through your loss", case=case,
+               hint="use torch operations on the logits only: .detach(), .item(), NumPy or "
+                    "torch.no_grad() cut the graph, and the model could not learn from the loss")
+    loss.backward()
+    ref = logits.clone().requires_grad_(True)
+    F.cross_entropy(ref.reshape(-1, 5), targets.reshape(-1)).backward()
+    if mine.grad is None or not torch.allclose(mine.grad, ref.grad, atol=1e-9, rtol=1e-7):
+        c.fail("the gradient with respect to the logits is not right", case=case,
+               expected=ref.grad[0], got=None if mine.grad is None else mine.grad[0],
+               hint="the value is right, so something on the way is not an ordinary torch "
+                    "operation on the logits (a constant taken out of the graph changes "
+                    "nothing, but an in-place edit or a detach does)")
+    c.ok()
+
+
+# ---------------------------------------------------------------------------
+# lr_schedule(step, max_lr, warmup_steps, total_steps, min_lr_ratio) -> float
+# ---------------------------------------------------------------------------
+
+_LR_FORMULA = ("for step < warmup_steps: max_lr * (step + 1) / warmup_steps; then, with "
+               "progress p = (step - warmup_steps) / (total_steps - 1 - warmup_steps) capped at "
+               "1, floor + (max_lr - floor) * 0.5 * (1 + cos(pi * p)), floor = max_lr * "
+               "min_lr_ratio")
+
+
+def _lr_curve(steps, max_lr, warmup, total, ratio, mistake=None):
+    """The schedule, right or with one usual mistake, at each step."""
+    out = []
+    for s in steps:
+        floor = ratio if mistake == "absolute floor" else max_lr * ratio
+        if mistake == "no floor":
+            floor = 0.0
+        if s < warmup:
+            rise = s if mistake == "starts at 0" else s + 1
+            out.append(max_lr * rise / warmup)
+            continue
+        span = total - 1 - warmup
+        if mistake == "ends one late":
+            span = total - warmup
+        elif mistake == "cosine from 0":
+            span = total - 1
+        p = (s - warmup) / max(1, span)
+        if mistake == "cosine from 0":
+            p = s / max(1, span)
+        if mistake != "no cap":
+            p = min(1.0, p)
+        if mistake == "linear":
+            out.append(floor + (max_lr - floor) * (1 - p))
+        elif mistake == "full cosine":
+            out.append(floor + (max_lr - floor) * math.cos(math.pi * p))
+        else:
+            out.append(floor + (max_lr - floor) * 0.5 * (1 + math.cos(math.pi * p)))
+    return out
+
+
+_LR_CRASH = ("the arguments are plain Python numbers: use math.cos and math.pi; with "
+             "warmup_steps=0 there is no warm-up, so never divide by warmup_steps outside the "
+             "`if step < warmup_steps:` branch")
+
+_LR_MISTAKES = {
+    "starts at 0": "at step 0 the rate is 0, so the first update does nothing: warm up with "
+                   "max_lr * (step + 1) / warmup_steps, which reaches max_lr at step "
+                   "warmup_steps - 1",
+    "ends one late": "the floor is reached one step too late: the last update is step "
+                     "total_steps - 1, so progress is (step - warmup_steps) / "
+                     "(total_steps - 1 - warmup_steps)",
+    "no floor": "the schedule decays to max_lr * min_lr_ratio, not to 0",
+    "absolute floor": "the floor is max_lr * min_lr_ratio: min_lr_ratio is a fraction of the "
+                      "peak, not a learning rate",
+    "no cap": "past the last step (step >= total_steps) keep the floor: cap the progress at 1, "
+              "or the cosine climbs back up",
+    "cosine from 0": "the cosine starts at the end of the warm-up: progress is "
+                     "(step - warmup_steps) / (total_steps - 1 - warmup_steps), 0 at step "
+                     "warmup_steps",
+    "linear": "the decay is a half cosine, 0.5 * (1 + cos(pi * p)), not a straight line",
+    "full cosine": "use 0.5 * (1 + cos(pi * p)), which goes from 1 to 0 as p goes from 0 to 1; "
+                   "cos(pi * p) alone goes down to -1",
+}
+
+
+def check_lr_schedule(fn):
+    """Check lr_schedule(step, max_lr, warmup_steps, total_steps, min_lr_ratio) -> float."""
+    __tracebackhide__ = True
+    c = Checker("lr_schedule", fn)
+    for max_lr, warmup, total, ratio in ((1e-3, 4, 15, 0.1), (2e-3, 20, 100, 0.25),
+                                         (0.5, 0, 9, 0.0), (3e-4, 100, 2000, 0.1)):
+        steps = sorted(set(range(0, min(total, 40))) | {warmup - 1, warmup, warmup + 1,
+                       total // 2, total - 2, total - 1, total, total + 5} - {-1})
+        config = dict(max_lr=max_lr, warmup_steps=warmup, total_steps=total, min_lr_ratio=ratio)
+        setting = ", ".join(f"{k}={v}" for k, v in config.items())
+        reference = TrainConfig(steps=total, lr=max_lr, warmup_steps=warmup, min_lr_ratio=ratio)
+        want = [lr_at(s, reference) for s in steps]
+        got = []
+        for s in steps:
+            case = f"lr_schedule(step={s}, {setting})"
+            value = c.call(s, case=case, crash_hint=_LR_CRASH, none_hint="end with `return` and "
+                           "the learning rate, a float", **config)
+            if isinstance(value, torch.Tensor) and value.numel() == 1:
+                c.fail("expected a Python float, got a tensor", case=case, got=value,
+                       hint="use the math module (math.cos, math.pi) on plain numbers, or "
+                            "return float(...)")
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                c.fail("expected the learning rate as a float", case=case,
+                       got=type(value).__name__, hint="return a single number")
+            if not math.isfinite(value):
+                c.fail("the learning rate is inf or NaN", case=case, got=value,
+                       hint="with no warm-up (warmup_steps=0) never divide by warmup_steps: "
+                            "the schedule starts straight at the cosine; " + _LR_FORMULA)
+            got.append(float(value))
+        c.ok()
+        for s, g, w in zip(steps, got, want):
+            if not math.isclose(g, w, rel_tol=1e-6, abs_tol=1e-12):
+                hint = next((h for m, h in _LR_MISTAKES.items()
+                             if all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12) for a, b in
+                                    zip(got, _lr_curve(steps, max_lr, warmup, total, ratio, m)))),
+                            _LR_FORMULA)
+                c.fail("the learning rate is not right", case=f"lr_schedule(step={s}, {setting})",
+                       expected=w, got=g, hint=hint)
+        c.ok()
+    c.done()
