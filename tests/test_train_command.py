@@ -15,7 +15,7 @@ TEXT = ("Now is the winter of our discontent made glorious summer by this sun of
         "and all the clouds that lour'd upon our house in the deep bosom of the ocean buried.\n") * 30
 
 
-def run(args, tmp_path, timeout=60, torchrun=False):
+def run(args, tmp_path, timeout=600, torchrun=False):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "COURSE_DEVICE": "cpu"}
     cmd = [sys.executable]
     if torchrun:
@@ -114,7 +114,7 @@ def test_torchrun_two_processes_agree(tmp_path, corpus):
         pytest.skip("this torch build has no torch.distributed")
     out = tmp_path / "ddp"
     res = run(["--data", str(corpus), "--preset", "tiny", "--steps", "3", "--out", str(out),
-               "--no-progress"], tmp_path, timeout=90, torchrun=True)
+               "--no-progress"], tmp_path, timeout=600, torchrun=True)
     assert res.returncode == 0, res.stdout + res.stderr
     sums = checksums(res.stdout)
     assert set(sums) == {"0", "1"}, res.stdout
