@@ -1,10 +1,11 @@
-"""Answers to lesson 00's exercises text_to_ids and next_byte_loss, for testing the graders.
-
-next_token_targets, the lesson's first exercise, is in tests/answers.py.
-"""
+"""Answers to lesson 00's exercises (start here), for testing the graders."""
 from answers import Wrong
 
 REFERENCE = {
+    "next_token_targets": """\
+from course_lib.data import split_inputs_targets
+inputs, targets = split_inputs_targets(ids[None])
+return inputs[0], targets[0]""",
     "text_to_ids": """\
 from course_lib.data import encode
 return encode(text)""",
@@ -21,6 +22,18 @@ def _loss(logp="torch.log_softmax(logits, dim=-1)", pick="logp.gather(-1, target
 
 
 WRONG = [
+    # 00 next_token_targets
+    Wrong("next_token_targets", "unshifted targets", "return ids[:-1], ids[:-1]",
+          "shift the targets by one", inject=True),
+    Wrong("next_token_targets", "predicts the previous token", "return ids[1:], ids[:-1]",
+          "predicts the previous token"),
+    Wrong("next_token_targets", "keeps the last id as input", "return ids, ids[1:]",
+          "drop one id from each end"),
+    Wrong("next_token_targets", "targets as floats", "return ids[:-1], ids[1:].float()",
+          "must hold integer token ids"),
+    Wrong("next_token_targets", "forgets to return", "inputs, targets = ids[:-1], ids[1:]",
+          "finish it with a `return`"),
+    Wrong("next_token_targets", "returns one tensor", "return ids[1:]", "expected a pair"),
     # 00 text_to_ids
     Wrong("text_to_ids", "one code point per character",
           "return torch.tensor([ord(ch) for ch in text], dtype=torch.long)",
@@ -70,7 +83,9 @@ return -logp.gather(-1, targets[..., None]).mean()""",
           "changed its input logits in place"),
 ]
 
+# Right answers written differently from the reference: each must pass its checker.
 ALTERNATIVES = [
+    ("next_token_targets", "two slices", "inputs = ids[:-1]\ntargets = ids[1:]\nreturn inputs, targets"),
     ("text_to_ids", "NumPy's view of the bytes",
      "return torch.from_numpy(np.frombuffer(text.encode(), dtype=np.uint8).astype(np.int64))"),
     ("text_to_ids", "a loop over the bytes", """\
