@@ -156,8 +156,10 @@ def _loss_hint(got, want, logits, targets):
     T = targets.numel()
     guesses = [
         (-want, "the loss is -ln p, a positive number: put a minus sign in front of the log"),
-        (want / math.log(2), "use the natural logarithm (torch.log), not log2: the loss is in nats"),
-        (want / math.log(10), "use the natural logarithm (torch.log), not log10: the loss is in nats"),
+        (want / math.log(2), "use the natural logarithm (torch.log), not log2: the loss is in "
+                             "nats"),
+        (want / math.log(10), "use the natural logarithm (torch.log), not log10: the loss is in "
+                              "nats"),
         (want * T, "average over the positions (.mean()), not the sum"),
         (-logp.mean().item(), "pick each position's log-probability of its own target "
                               "(logp.gather(-1, targets[..., None])), not the mean over the "
