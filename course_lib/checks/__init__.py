@@ -3,9 +3,11 @@
 `check_<name>(<name>)` tries the learner's function on small cases, coarse to subtle,
 and raises AssertionError with feedback a learner can act on, or prints one line.
 """
-from course_lib.checks.lesson00 import check_next_token_targets
+from course_lib.checks.lesson00 import (check_next_byte_loss, check_next_token_targets,
+                                        check_text_to_ids)
 from course_lib.checks.lesson01 import check_attention, check_attention_steps, check_softmax
-from course_lib.checks.lesson02 import check_causal_mask, check_masked_attention
+from course_lib.checks.lesson02 import (check_causal_mask, check_future_leak,
+                                        check_masked_attention)
 from course_lib.checks.lesson03 import check_merge_heads, check_multi_head_attention, check_split_heads
 from course_lib.checks.lesson04 import check_block_forward, check_count_params, check_layer_norm
 from course_lib.checks.lesson05 import (check_apply_rope, check_rope_scores,
@@ -19,9 +21,9 @@ from course_lib.checks.lesson09 import check_params_from_config, check_tiled_att
 from course_lib.checks.lesson10 import check_gpt2_to_tinylm
 
 __all__ = [
-    "check_next_token_targets",
+    "check_text_to_ids", "check_next_token_targets", "check_next_byte_loss",
     "check_softmax", "check_attention", "check_attention_steps",
-    "check_causal_mask", "check_masked_attention",
+    "check_causal_mask", "check_masked_attention", "check_future_leak",
     "check_split_heads", "check_merge_heads", "check_multi_head_attention",
     "check_layer_norm", "check_block_forward", "check_count_params",
     "check_sinusoidal_positions", "check_apply_rope", "check_rope_scores",

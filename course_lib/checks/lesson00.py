@@ -1,4 +1,7 @@
 """Checkers for lesson 00, start here."""
+import math
+
+import numpy as np
 import torch
 
 from course_lib.checks.core import Checker, pair
@@ -40,3 +43,140 @@ def check_next_token_targets(fn):
                    hint="inputs are every id but the last, targets every id but the first")
         c.ok()
     c.done()
+
+
+def check_text_to_ids(fn):
+    """Check text_to_ids(text) -> a 1-D int64 tensor of the text's UTF-8 bytes."""
+    __tracebackhide__ = True
+    c = Checker("text_to_ids", fn)
+    cases = ("To be", "café", "", "a\nb", "naïve 💡")
+    for text in cases:
+        case = f"text_to_ids({text!r})"
+        got = c.call(text, case=case,
+                     crash_hint="encode the text to bytes first: text.encode('utf-8') works for "
+                                "every character; latin-1 or ascii cannot encode all of them")
+        want = torch.tensor(list(text.encode("utf-8")), dtype=torch.long)
+        if not isinstance(got, torch.Tensor):
+            c.fail("expected a torch tensor", case=case, got=type(got).__name__,
+                   hint="build it with torch.tensor(list_of_ids, dtype=torch.long): the model "
+                        "takes tensors")
+        if got.dtype != torch.long:
+            hint = ("the ids must be int64 (torch.long), the type an embedding looks up and "
+                    "cross_entropy takes as targets; pass dtype=torch.long")
+            if len(text) == 0 and got.is_floating_point():
+                hint = ("torch.tensor([]) of an empty list is float32: pass dtype=torch.long "
+                        "so that the empty text still gives integer ids")
+            c.fail("the ids have the wrong dtype", case=case, expected="torch.int64",
+                   got=str(got.dtype), hint=hint)
+        if got.dim() != 1:
+            c.fail("expected a 1-D tensor of shape (T,)", case=case, expected=tuple(want.shape),
+                   got=tuple(got.shape), hint="return one id per byte, in a flat tensor; the "
+                                              "batch axis is added later with ids[None]")
+        c.ok()
+        if not torch.equal(got, want):
+            codepoints = [ord(ch) for ch in text]
+            if got.tolist() == codepoints:
+                hint = ("these are the characters' code points (233 for é), one id per "
+                        "character, as ord(ch) or text.encode('latin-1') give them; the ids are "
+                        "the UTF-8 bytes, 2 to 4 for a character outside ASCII: use "
+                        "text.encode('utf-8')")
+            elif len(got) != len(want):
+                hint = (f"there is one id per UTF-8 byte, {len(want)} here, not one per "
+                        f"character; use text.encode('utf-8')")
+            else:
+                hint = "the ids are the values of the bytes of text.encode('utf-8'), in order"
+            c.fail("the ids are not the text's UTF-8 bytes", case=case, expected=want.tolist(),
+                   got=got.tolist(), hint=hint)
+        c.ok()
+    c.done()
+
+
+def check_next_byte_loss(fn):
+    """Check next_byte_loss(logits, targets): the mean of -ln p(target) over every position."""
+    __tracebackhide__ = True
+    c = Checker("next_byte_loss", fn)
+    gen = torch.Generator().manual_seed(0)
+    batch_hint = ("for a batch, logits (B, T, V) and targets (B, T): take log-probabilities "
+                  "along the last axis and gather with targets[..., None], or flatten first "
+                  "(logits.reshape(-1, V), targets.reshape(-1)): F.cross_entropy wants the "
+                  "classes on axis 1")
+    cases = [
+        (torch.zeros(3, 256), torch.tensor([84, 111, 32]),
+         "logits = torch.zeros(3, 256) (a uniform guess), targets = [84, 111, 32]"),
+        (torch.randn(5, 7, generator=gen), torch.tensor([3, 0, 6, 6, 2]),
+         "random logits (5, 7), targets = [3, 0, 6, 6, 2]"),
+        (torch.tensor([[0.0, 200.0, -50.0], [10.0, 0.0, 0.0]]), torch.tensor([0, 0]),
+         "logits = [[0, 200, -50], [10, 0, 0]], targets = [0, 0]"),
+        (torch.randn(2, 4, 6, generator=gen) * 3, torch.tensor([[1, 5, 0, 2], [4, 4, 3, 0]]),
+         "a batch: random logits (2, 4, 6), targets (2, 4)"),
+    ]
+    for logits, targets, case in cases:
+        got = c.call(logits, targets, case=case,
+                     crash_hint=batch_hint if logits.dim() == 3 else None)
+        want = _mean_nll(logits, targets)
+        got = _scalar(c, got, logits, case)
+        if not math.isfinite(got):
+            c.fail("the loss is inf or NaN", case=case, expected=round(want, 4), got=got,
+                   hint="p = e^-200 underflows to 0 in float32 and ln 0 = -inf: take "
+                        "torch.log_softmax(logits, dim=-1) (or F.cross_entropy), which computes "
+                        "ln p = x - logsumexp(x) without ever forming p")
+        if not math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-4):
+            c.fail("the loss is not right", case=case, expected=round(want, 4),
+                   got=round(got, 4), hint=_loss_hint(got, want, logits, targets))
+        c.ok()
+    c.done()
+
+
+def _mean_nll(logits, targets):
+    logp = torch.log_softmax(logits.double(), dim=-1)
+    return -logp.gather(-1, targets[..., None]).mean().item()
+
+
+def _scalar(c, got, logits, case):
+    """The learner's loss as a Python float, or feedback about its type or shape."""
+    __tracebackhide__ = True
+    if isinstance(got, torch.Tensor):
+        if got.numel() != 1:
+            c.fail("expected a single number, the mean over every position", case=case,
+                   expected="a 0-d tensor", got=f"a tensor of shape {tuple(got.shape)}",
+                   hint="average the per-position losses with .mean(): the loss is one number")
+        if not got.is_floating_point():
+            c.fail("the loss is an integer", case=case, got=str(got.dtype),
+                   hint="the loss is a mean of logarithms, a float: keep the logits' dtype")
+        return float(got.detach().double())
+    if isinstance(got, (float, np.floating)):
+        return float(got)
+    c.fail("expected a number", case=case, got=type(got).__name__,
+           hint="return the mean loss, a 0-d tensor (or a float)")
+
+
+def _loss_hint(got, want, logits, targets):
+    """Name the usual mistake that gives `got`, if one does."""
+    logp = torch.log_softmax(logits.double(), dim=-1)
+    T = targets.numel()
+    guesses = [
+        (-want, "the loss is -ln p, a positive number: put a minus sign in front of the log"),
+        (want / math.log(2), "use the natural logarithm (torch.log), not log2: the loss is in "
+                             "nats"),
+        (want / math.log(10), "use the natural logarithm (torch.log), not log10: the loss is in "
+                              "nats"),
+        (want * T, "average over the positions (.mean()), not the sum"),
+        (-logp.mean().item(), "pick each position's log-probability of its own target "
+                              "(logp.gather(-1, targets[..., None])), not the mean over the "
+                              "whole vocabulary"),
+        (-torch.log_softmax(logits.double(), dim=0).gather(-1, targets[..., None]).mean().item(),
+         "take the softmax over the vocabulary, the last axis (dim=-1), not over positions"),
+        (-torch.softmax(logits.double(), dim=-1).gather(-1, targets[..., None]).mean().item(),
+         "the loss is minus the logarithm of the probability, -ln p, not -p"),
+    ]
+    if logits.dim() == 2 and T > 1:
+        guesses.append((-logp[:, targets].mean().item(),
+                        "logp[:, targets] takes every target at every position (a T x T "
+                        "block): index the pairs, logp[torch.arange(T), targets], or gather"))
+        shifted = -logp[:-1].gather(-1, targets[1:, None]).mean().item()
+        guesses.append((shifted, "the targets are already lined up with the positions "
+                                 "(targets[t] is what position t predicts): don't shift again"))
+    for value, hint in guesses:
+        if math.isclose(got, value, rel_tol=1e-4, abs_tol=1e-4):
+            return hint
+    return "loss = mean over positions t of -ln softmax(logits[t])[targets[t]]"

@@ -18,6 +18,11 @@ def check_softmax(fn):
         __tracebackhide__ = True
         got = c.array(c.call(x, axis=axis, case=case, crash_hint=keepdims), "the result", case)
         c.shape(got, x.shape, "the result", case, hint="softmax returns one weight per input")
+        if x.dtype == np.float16 and got.dtype != np.float16:
+            c.fail("the result has the wrong dtype", case=case, expected="float16",
+                   got=str(got.dtype),
+                   hint="return the input's dtype: float16 in, float16 out (compute in float32 "
+                        "if you like, then convert back with .astype(x.dtype))")
         return got.astype(np.float64)
 
     x = np.array([1.0, 2.0, 3.0])
@@ -114,6 +119,10 @@ def attention_hint(q, k, weights, mask=None):
         return f"divide the scores by sqrt(d_k) (here sqrt({d_k})) before the softmax"
     if matches(weights, ref.softmax(scores / d_k)):
         return f"divide by the square root of d_k, sqrt({d_k}), not by d_k itself"
+    n_keys = k.shape[-2]
+    if n_keys != d_k and matches(weights, ref.softmax(scores / math.sqrt(n_keys))):
+        return (f"d_k is the key width q.shape[-1] = {d_k}, not the number of keys "
+                f"k.shape[-2] = {n_keys}")
     if matches(weights, ref.softmax(scores / math.sqrt(d_k), axis=-2)):
         return ("take the softmax over the keys, the last axis (axis=-1): each query's "
                 "weights must sum to 1")
@@ -154,7 +163,9 @@ def check_attention(fn):
     q, k, v = random_qkv(1, T=4, S=4, D=3, Dv=2)
     mask = ref.causal_mask(4)
     masked = "random q (4, 3), k (4, 3), v (4, 2) with mask=causal_mask(4)"
-    result = c.call(q, k, v, mask=mask, case=masked)
+    result = c.call(q, k, v, mask=mask, case=masked,
+                    crash_hint="test `if mask is not None:`; `if mask:` asks an array for one "
+                               "truth value, which NumPy refuses")
     w = c.array(pair(c, result, masked, "output, weights")[1], "weights", masked)
     if w.shape == (4, 4) and np.any(np.triu(np.nan_to_num(w, nan=1.0), k=1) != 0):
         c.fail("weights are non-zero where the mask is -inf", case=masked,
@@ -208,6 +219,9 @@ def check_attention_steps(fn):
             hints["scores"] = "the scores compare the query with the keys, not the values"
         if matches(got["scaled"], scores) or matches(got["scaled"], scores / d_k):
             hints["scaled"] = f"divide by the square root of the key width: sqrt({d_k}), not 1 or {d_k}"
+        elif len(keys) != d_k and matches(got["scaled"], scores / math.sqrt(len(keys))):
+            hints["scaled"] = (f"d_k is the key width len(q) = {d_k}, not the number of keys "
+                               f"len(keys) = {len(keys)}")
         elif matches(got["scaled"], scores / math.sqrt(2)) and d_k != 2:
             hints["scaled"] = f"d_k is the key width len(q) = {d_k} here; sqrt(2) only fits the lesson's keys"
         if matches(got["weights"], np.exp(want["scaled"])):

@@ -100,3 +100,119 @@ def check_masked_attention(fn):
     want_out, want_w = ref.attention(q, k, v, ref.causal_mask(3))
     c.close(c.array(out, "output", case), want_out, "output", case, hint=batch_hint)
     c.done()
+
+
+# Layers for check_future_leak: each maps x (T, C) to (T, C) and reads the future or not.
+
+def _prefix_mean(x):
+    """Causal: row t is the mean of rows 0..t."""
+    return np.cumsum(x, axis=0) / np.arange(1, len(x) + 1)[:, None]
+
+
+def _whole_mean(x):
+    """Not causal: every row is the mean of all rows, added to its own."""
+    return x + x.mean(axis=0, keepdims=True)
+
+
+def _two_ahead(x):
+    """Row t adds row t + 2, when there is one."""
+    ahead = np.zeros_like(x)
+    ahead[:-2] = x[2:]
+    return x + ahead
+
+
+def _cancelling(x):
+    """Columns 0 and 1 of row t hold +s and -s, s the sum of the later rows: they cancel in a sum."""
+    later = np.cumsum(x[::-1].sum(axis=1))[::-1]      # later[t] = sum of rows t..T-1
+    future = np.append(later[1:], 0.0)                 # rows t + 1 .. T - 1
+    out = _prefix_mean(x)
+    out[:, 0], out[:, 1] = future, -future
+    return out
+
+
+def _tiny_leak(x):
+    """Causal but for a leak of 1e-9 times the last row's sum, far below allclose's tolerance."""
+    return _prefix_mean(x) + 1e-9 * x[-1].sum()
+
+
+def check_future_leak(fn):
+    """Check future_leak(layer, x, k): which positions t < k see a change in x[k:]."""
+    __tracebackhide__ = True
+    c = Checker("future_leak", fn)
+    x = np.random.default_rng(0).normal(size=(6, 5))   # T = 6 positions, C = 5 features
+    cases = [
+        (_prefix_mean, 3, "a causal layer (row t is the mean of rows 0..t)"),
+        (_whole_mean, 3, "a layer that mixes in the mean of all rows"),
+        (_two_ahead, 3, "a layer where row t reads row t + 2"),
+        (_cancelling, 2, "a layer whose columns 0 and 1 change by +d and -d"),
+        (_tiny_leak, 4, "a layer that leaks 1e-9 times the last row"),
+        (_prefix_mean, 0, "the causal layer with k = 0"),
+        (_prefix_mean, 6, "the causal layer with k = T = 6"),
+    ]
+    for layer, k, what in cases:
+        case = f"future_leak(layer, x, k={k}), x of shape (6, 5), {what}"
+        got = c.call(layer, x, k, case=case,
+                     none_hint="end with `return` and the array of k booleans")
+        want = _leaks(layer, x, k)
+        got = _booleans(c, got, k, x.shape, case)
+        if not np.array_equal(got, want):
+            c.fail("the positions that see the future are not right", case=case,
+                   expected=want, got=got, hint=_leak_hint(got, want, layer, x, k))
+        c.ok()
+    c.done()
+
+
+def _leaks(layer, x, k):
+    changed = x.copy()
+    changed[k:] = changed[k:] + 1.0
+    return np.any(layer(x)[:k] != layer(changed)[:k], axis=-1)
+
+
+def _booleans(c, got, k, shape, case):
+    """The learner's answer as a (k,) boolean array, or feedback about its shape or type."""
+    __tracebackhide__ = True
+    if hasattr(got, "detach"):
+        got = got.detach().cpu().numpy()
+    got = np.asarray(got)
+    if got.shape != (k,):
+        hint = ("return one boolean for each position before k, e.g. "
+                "np.any(a[:k] != b[:k], axis=-1): ")
+        if got.shape == ():
+            hint += "a single True/False does not say which positions leak"
+        elif got.ndim == 1 and len(got) == shape[0]:
+            hint += "positions from k on are the ones you changed, so leave them out"
+        else:
+            hint += "reduce over the features, the last axis, so each position gives one answer"
+        c.fail("the answer has the wrong shape", case=case, expected=(k,), got=got.shape,
+               hint=hint)
+    if got.dtype != bool and not (np.issubdtype(got.dtype, np.integer) and np.isin(got, (0, 1)).all()):
+        c.fail("expected booleans", case=case, got=got,
+               hint="True where the position's output changed, False where it stayed the same: "
+                    "compare with != and reduce with np.any")
+    return got.astype(bool)
+
+
+def _leak_hint(got, want, layer, x, k):
+    """Name the usual mistake that explains `got`, if one does."""
+    if not want.all() and np.array_equal(got, ~want):
+        return "True means the position's output changed (it sees the future), False unchanged"
+    if k > 0:
+        one_early = x.copy()
+        one_early[k - 1:] = one_early[k - 1:] + 1.0
+        if np.array_equal(got, np.any(layer(x)[:k] != layer(one_early)[:k], axis=-1)):
+            return ("change rows k onward only (x[k:]); changing row k - 1 as well changes "
+                    "the input that position k - 1 may read")
+    if layer is _tiny_leak:
+        return ("compare exactly (a != b), not with np.allclose or a tolerance: a leak can be "
+                "tiny and still be a leak; with the mask, earlier outputs are bit for bit the same")
+    if layer is _cancelling:
+        return ("compare every entry (np.any(a != b, axis=-1)): summing the differences lets a "
+                "rise in one feature cancel a fall in another")
+    if 0 < k < len(x):
+        only_k = x.copy()
+        only_k[k] = only_k[k] + 1.0
+        if np.array_equal(got, np.any(layer(x)[:k] != layer(only_k)[:k], axis=-1)):
+            return ("change every position from k on (x[k:]), not only position k: a layer "
+                    "may read any later position")
+    return ("run the layer on x and on a copy whose rows k onward are changed, then compare "
+            "the outputs of positions 0..k-1 exactly")
