@@ -185,6 +185,13 @@ return (torch.from_numpy(a) * weight.double() + bias.double()).to(x.dtype)""",
 ]
 
 ALTERNATIVES = [
+    ("block_forward", "a loop over the sublayers", """\
+for norm, sublayer in ((block.norm1, block.attn), (block.norm2, block.mlp)):
+    x = x + sublayer(norm(x))
+return x"""),
+    ("count_params", "from the model's shapes", """\
+V, P, C, L = config.vocab_size, config.max_len, config.d_model, config.n_layers
+return V * C + P * C + L * (12 * C * C + 9 * C) + 2 * C"""),
     ("layer_norm", "var with unbiased=False", """\
 xf = x.float()
 mean = xf.mean(dim=-1, keepdim=True)
