@@ -542,6 +542,12 @@ def test_why_a_check_did_not_run_names_the_cell_that_stopped_the_kernel():
     (r,) = grading.verdicts(other, [check], settings)
     assert r.feedback == ("the kernel had stopped before this check, after cell 1 (`x = 1`): "
                           "Kernel aborted execution request")
+    slow = dict(base, outcome="skipped", message="Timeout of 60 seconds exceeded executing cell",
+                busy=[60.1, 5.0, 50.2])  # a time limit reached on a machine too busy to run the check
+    (r,) = grading.verdicts({**late, 1: dict(base, outcome="passed", message=None), 2: slow}, [check], settings)
+    assert (r.status, r.feedback) == ("failed", "the check ran past the 60 s time limit per cell (an endless "
+                                                "loop, or far too slow?); the machine was busy: of those "
+                                                "60.1 s the kernel ran 5 s and waited 50.2 s for a CPU")
 
 
 def test_defines_finds_helpers_copies_imports_and_broken_cells():
