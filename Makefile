@@ -30,19 +30,13 @@ lab: setup
 	$(PYTHON) -m jupyterlab $(ALLOW_ROOT) --ServerApp.root_dir=. \
 		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
-# The grader's own tests grade a class of notebooks on every core themselves, so they run on
-# their own after the rest: beside the whole suite, a graded kernel sometimes came out "not run".
-GRADER_TESTS := tests/test_grading.py
-
 test: setup
-	$(PYTEST) tests notebooks --ignore=$(GRADER_TESTS)
-	OMP_NUM_THREADS=1 $(PYTHON) -m pytest $(GRADER_TESTS)
+	$(PYTEST) tests notebooks
 
 # The same tests while busy loops occupy every core (twice as many loops as cores), to check
 # that the suite passes on a machine that is not quiet.
 test-load: setup
-	bash .ci/under-load env $(PYTEST) tests notebooks --ignore=$(GRADER_TESTS)
-	bash .ci/under-load env OMP_NUM_THREADS=1 $(PYTHON) -m pytest $(GRADER_TESTS)
+	bash .ci/under-load env $(PYTEST) tests notebooks
 
 # Every lesson opened and run in JupyterLab in headless Chromium (Debian's chromium package,
 # driven by Playwright: pip install playwright). Screenshots go to tests/artefacts/browser/.

@@ -69,10 +69,10 @@ def main(argv=None):
         make_class(Path(tmp) / "class", args.learners, lessons)
         n = args.learners * len(lessons)
         start, cpu = time.monotonic(), os.times()
-        warnings = []
+        log = []
         rows, problems = grading.grade_class(
-            Path(tmp) / "class", Path(tmp) / "grades", jobs=jobs, html=True,
-            log=lambda line: warnings.append(line) if line.startswith("WARNING") else None)
+            Path(tmp) / "class", Path(tmp) / "grades", jobs=jobs, html=True, log=log.append)
+        warnings = [line for line in log if line.startswith("WARNING")]
         seconds = time.monotonic() - start
         after = os.times()
     used = sum(after[:4]) - sum(cpu[:4])  # this process and its children: the grader, pytest, kernels
@@ -87,7 +87,11 @@ def main(argv=None):
           f"lessons take {240 * seconds / n / 60:.1f} min")
     print(f"CPU time: {used / n:.1f} s per notebook (grader, pytest and kernel together); "
           f"on {jobs} otherwise idle cores 240 notebooks would need about "
-          f"{240 * used / n / jobs / 60:.1f} min")
+          f"{240 * used / n / jobs / 60:.1f} min (CPU time per notebook x 240 / {jobs} cores)")
+    print(f"load average after: {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "")
+    retried = sum("graded on a second try" in line for line in log)
+    if retried:
+        print(f"  {retried} notebook(s) graded on a second try, their first kernel not started in time")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,15 @@ notebook, one torch thread per kernel, a time limit per cell and per notebook, a
 memory limit (RLIMIT_AS) in the kernel. `--keep DIR` leaves the graded copy in DIR; then
 `python -m pytest DIR/notebooks/<lesson>.ipynb` runs exactly what the grader ran.
 
+A busy machine is not the learner's fault. The kernel imports the libraries its notebook
+uses (torch, matplotlib) while it starts, under a start-up limit of its own; the
+notebook's time limit counts from when the kernel is ready; a kernel that did not start,
+or died before the first cell, is started again once, and the notebook's row says so.
+A kernel that has finished a cell gets the per-cell limit, not nbval's 5 s, to send the
+cell's outputs. In class mode every notebook that did not fully run, or ran twice, gets
+an entry in grades/grading.log (appended, never overwritten): each try, the cells that did
+not pass, and the tail of pytest's output.
+
 This is feedback, not a sandbox: the learner's code runs with the rights of whoever
 grades, and code that sets out to fool the checks from inside the kernel can.
 """
@@ -25,6 +34,7 @@ import ast
 import copy
 import csv
 import datetime
+import functools
 import hashlib
 import hmac
 import json
@@ -50,15 +60,24 @@ LESSONS = ROOT / "notebooks"
 STATUSES = ("passed", "failed", "not run", "missing")
 GRADEBOOK = ["learner", "lesson", "exercise", "points", "max_points", "status", "feedback", "sha256"]
 CELL_TIMEOUT, NOTEBOOK_TIMEOUT, MEMORY_GIB = 120, 600, 4.0
+# Seconds a kernel may take to start, with the libraries its lesson imports (below), before
+# the learner's first cell: a busy machine's business, not the learner's, so a separate and
+# generous limit, and a kernel that did not start is started again once.
+STARTUP_TIMEOUT = 300
+# Libraries a kernel imports while it starts, when the notebook imports them: their import
+# time then counts against the start-up limit, not against the learner's first cell.
+PRELOAD = ("numpy", "torch", "matplotlib.pyplot")
 COPIED = ("course_lib", "data")   # what a graded copy gets of the instructor's tree
 WATCHED = ("course_lib", "notebooks", "data")  # what must not change while grading
 # `python -m pytest`, less the second of CPU that jsonschema (imported by nbformat) spends
 # compiling a grammar for a URL format check that notebooks never use. The grader sends
 # where to record each cell's result, and a key to sign it with, on stdin: never in the
 # environment or a file that the kernel, a child of pytest, could read.
-LAUNCH = ("import json, sys; sys.modules['rfc3987_syntax'] = None; import course_lib.grading as g; "
+# Only nbval and the grader's plugin are loaded: not every pytest plugin installed (xdist...).
+LAUNCH = ("import json, os, sys; sys.modules['rfc3987_syntax'] = None; import course_lib.grading as g; "
           "g._RECORD = json.loads(sys.stdin.readline()); sys.stdin.close(); import pytest; "
-          "sys.exit(pytest.main(sys.argv[1:]))")
+          "os.environ['PYTEST_DISABLE_PLUGIN_AUTOLOAD'] = '1'; "
+          "sys.exit(pytest.main(['-p', 'nbval.plugin', *sys.argv[1:]]))")
 
 
 # ---------------------------------------------------------------- the lesson's exercises
@@ -71,11 +90,23 @@ class Exercise:
     module: str         # the checker's module, e.g. course_lib.checks.lesson00
 
 
+def _stamp(path):
+    """What tells whether a file changed since it was last read: its path, size and time."""
+    info = os.stat(path)
+    return str(path), info.st_size, info.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=256)
+def _checkers_in(stamp):
+    """The check_<name> functions a checks module defines (cached while the file is unchanged)."""
+    tree = ast.parse(Path(stamp[0]).read_text(encoding="utf-8"))
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
 def checker_module(name, root=ROOT):
     """The module under course_lib/checks that defines check_<name>, found by reading the files."""
     for path in sorted((Path(root) / "course_lib" / "checks").glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        if any(isinstance(node, ast.FunctionDef) and node.name == f"check_{name}" for node in tree.body):
+        if f"check_{name}" in _checkers_in(_stamp(path)):
             return f"course_lib.checks.{path.stem}"
     raise ValueError(f"no module in course_lib/checks defines check_{name}")
 
@@ -119,13 +150,22 @@ def _assigned_names(tree):
     return names
 
 
+@functools.lru_cache(maxsize=4096)
+def _names_bound(source):
+    """The names a cell binds at its top level, or None when it does not parse."""
+    try:
+        return frozenset(_assigned_names(ast.parse(source)))
+    except SyntaxError:
+        return None
+
+
 def defines(source, name):
     """Whether a cell's code defines (or binds) `name` at its top level; by its text if it does not parse."""
-    try:
-        return name in _assigned_names(ast.parse(source))
-    except SyntaxError:
-        return re.search(rf"^(def\s+{re.escape(name)}\s*\(|{re.escape(name)}\s*=[^=])", source,
-                         re.MULTILINE) is not None
+    names = _names_bound(source)
+    if names is not None:
+        return name in names
+    return re.search(rf"^(def\s+{re.escape(name)}\s*\(|{re.escape(name)}\s*=[^=])", source,
+                     re.MULTILINE) is not None
 
 
 # ---------------------------------------------------------------- the graded copy
@@ -178,8 +218,8 @@ CONFTEST = '''\
 
     python -m pytest notebooks/   # from this folder
 """
-from course_lib.grading import (pytest_configure, pytest_runtest_makereport,  # noqa: F401
-                                pytest_terminal_summary)
+from course_lib.grading import (pytest_configure, pytest_runtest_call,  # noqa: F401
+                                pytest_runtest_makereport, pytest_terminal_summary)
 '''
 
 PYTEST_INI = """\
@@ -203,8 +243,19 @@ def _grading_limits():
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
 
 
+def _grading_preload():
+    # the libraries the notebook imports, so their import counts as the kernel's start-up
+    import os
+    for name in filter(None, os.environ.pop("COURSE_GRADING_PRELOAD", "").split(",")):
+        try:
+            __import__(name)
+        except Exception:  # the learner's own import will show the error
+            pass
+
+
 _grading_limits()
-del _grading_limits
+_grading_preload()
+del _grading_limits, _grading_preload
 '''
 
 
@@ -289,8 +340,20 @@ def changed(before, after):
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
+def preloads(nb):
+    """The libraries of PRELOAD that a notebook's code imports (course_lib imports torch)."""
+    found = set()
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        found |= set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", cell.get("source", ""), re.MULTILINE))
+    if "course_lib" in found:
+        found |= {"torch", "numpy"}
+    return [name for name in PRELOAD if name.split(".")[0] in found]
+
+
 def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, cpu_seconds,
-               root=ROOT):
+               root=ROOT, startup_timeout=STARTUP_TIMEOUT):
     """Lay out a graded copy in `folder`: course_lib, data, notebooks/<lesson>, and the pytest set-up."""
     folder = Path(folder)
     for part in COPIED:
@@ -306,6 +369,7 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
     code = [c for c in nb.cells if c.cell_type == "code"]
     settings = dict(cell_timeout=cell_timeout, memory_bytes=int(memory_bytes),
                     cpu_seconds=int(cpu_seconds), lesson=lesson_name,
+                    startup_timeout=startup_timeout, preload=preloads(nb),
                     checks=[p.__dict__ for p in placements],
                     sources={str(i): _first_line(c.source) for i, c in enumerate(code)})
     (folder / "grading.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
@@ -330,24 +394,51 @@ def _death(code):
     return f"the kernel exited with status {code} (os._exit, or exit() outside Python)"
 
 
-def _watch_kernel_deaths():
-    """nbval waits the whole cell time limit for a dead kernel; poll it instead."""
+def _schedstat(pid):
+    """(CPU seconds, seconds spent waiting for a CPU) of a process so far; None off Linux."""
+    try:
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as f:
+            ran, waited = f.read().split()[:2]
+        return int(ran) / 1e9, int(waited) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+def _patch_kernel(startup_timeout, patience):
+    """Make nbval's kernel patient with a busy machine, and quick to notice a dead kernel.
+
+    - A dead kernel: nbval waits out the whole cell time limit; poll it instead.
+    - Start-up: nbval allows 10 s for the first kernel_info reply after the kernel is
+      ready; allow the start-up limit.
+    - Outputs: once a cell's reply has come, nbval waits only 5 s for each of its outputs
+      and then stops the kernel for good, so on a busy machine a correct notebook came out
+      "not run" ("the kernel had stopped"). A live kernel that has replied will send its
+      outputs: wait up to the per-cell limit for them. The short wait stays for a kernel
+      that was interrupted at the time limit (one that swallows the interrupt).
+    """
     from queue import Empty
 
     from nbval.kernel import RunningKernel
     if getattr(RunningKernel, "_grading_patched", False):
         return
+    original = {name: getattr(RunningKernel, name) for name in
+                ("__init__", "get_message", "execute_cell_input", "interrupt")}
+
+    def dead(self):
+        provisioner = getattr(getattr(self, "km", None), "provisioner", None)
+        return KernelDied(_death(getattr(getattr(provisioner, "process", None), "returncode", None)))
 
     def await_reply(self, msg_id, timeout=None):
+        if getattr(self, "_starting", False) and timeout is not None:
+            timeout = max(timeout, startup_timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             wait = 0.5 if deadline is None else max(0.01, min(0.5, deadline - time.monotonic()))
             try:
-                msg = self.get_message(stream="shell", timeout=wait)
+                msg = original["get_message"](self, stream="shell", timeout=wait)
             except Empty:
                 if not self.is_alive():
-                    process = getattr(self.km.provisioner, "process", None)
-                    raise KernelDied(_death(getattr(process, "returncode", None)))
+                    raise dead(self)
                 if deadline is not None and time.monotonic() >= deadline:
                     raise
                 continue
@@ -356,14 +447,60 @@ def _watch_kernel_deaths():
                     raise RuntimeError("Kernel aborted execution request")
                 return
 
-    start = RunningKernel.__init__
+    def get_message(self, stream, timeout=None):
+        if stream != "iopub" or timeout is None or not getattr(self, "_cell", None):
+            return original["get_message"](self, stream, timeout=timeout)
+        patient = not self._cell["interrupted"]
+        deadline = time.monotonic() + (max(timeout, patience) if patient else timeout)
+        started = time.monotonic()
+        while True:
+            try:
+                return original["get_message"](self, stream,
+                                               timeout=max(0.01, min(0.5, deadline - time.monotonic())))
+            except Empty:
+                if not self.is_alive():
+                    raise dead(self)
+                if time.monotonic() >= deadline:
+                    if patient:
+                        self._cell["late"] = round(time.monotonic() - started, 1)
+                    raise
+
+    def execute_cell_input(self, cell_input, allow_stdin=None):
+        self._cell = {"interrupted": False, "late": None, "start": time.monotonic(),
+                      "sched": _schedstat(self.km.provisioner.pid)}
+        return original["execute_cell_input"](self, cell_input, allow_stdin=allow_stdin)
+
+    def interrupt(self):
+        if getattr(self, "_cell", None):
+            self._cell["interrupted"] = True
+            self._cell["busy"] = _busy(self._cell, self.km.provisioner.pid)
+        return original["interrupt"](self)
 
     def __init__(self, *args, **kwargs):
-        start(self, *args, **kwargs)
-        _record({"kernel_pid": self.km.provisioner.pid})
+        self._starting, began = True, time.monotonic()
+        try:
+            original["__init__"](self, *args, **kwargs)
+        except BaseException as e:
+            _record({"kernel_failed": f"{type(e).__name__}: {e}".strip(),
+                     "seconds": round(time.monotonic() - began, 1)})
+            raise
+        self._starting = False
+        _record({"kernel_pid": self.km.provisioner.pid, "kernel_ready": True,
+                 "seconds": round(time.monotonic() - began, 1)})
 
-    RunningKernel.await_reply, RunningKernel.__init__ = await_reply, __init__
+    RunningKernel.await_reply, RunningKernel.get_message = await_reply, get_message
+    RunningKernel.execute_cell_input, RunningKernel.interrupt = execute_cell_input, interrupt
+    RunningKernel.__init__ = __init__
     RunningKernel._grading_patched = True
+
+
+def _busy(cell, pid):
+    """How a cell that reached its time limit spent it: [seconds, CPU seconds, seconds waiting for a CPU]."""
+    now = _schedstat(pid)
+    if cell.get("sched") is None or now is None:
+        return None
+    return [round(time.monotonic() - cell["start"], 1), round(now[0] - cell["sched"][0], 1),
+            round(now[1] - cell["sched"][1], 1)]
 
 
 _RECORD = None  # [path, key] when the grader runs pytest
@@ -385,7 +522,10 @@ def _read_records(path, key):
     """The entries the plugin wrote and signed; (entries, whether any line was forged)."""
     entries, forged = [], False
     if Path(path).exists():
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
+        text = Path(path).read_text(encoding="utf-8")
+        # a last line without its newline is still being written (or its writer was killed
+        # at the time limit): not a forgery, and not yet a record
+        for line in text.split("\n")[:-1]:
             mac, _, text = line.partition(" ")
             if hmac.compare_digest(mac, _sign(key, text)):
                 entries.append(json.loads(text))
@@ -404,8 +544,11 @@ def pytest_configure(config):
     os.environ.update(threads, PYTHONPATH=os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")]),
                       IPYTHONDIR=str(folder / ".ipython"), PYTHONDONTWRITEBYTECODE="1",
                       COURSE_GRADING_MEMORY=str(settings["memory_bytes"]),
-                      COURSE_GRADING_CPU=str(settings["cpu_seconds"]), MPLBACKEND="agg")
-    _watch_kernel_deaths()
+                      COURSE_GRADING_CPU=str(settings["cpu_seconds"]), MPLBACKEND="agg",
+                      COURSE_GRADING_PRELOAD=",".join(settings.get("preload", [])))
+    startup = settings.get("startup_timeout", STARTUP_TIMEOUT)
+    config.option.nbval_kernel_startup_timeout = startup
+    _patch_kernel(startup, settings["cell_timeout"])
 
 
 def _cell_file(text):
@@ -417,7 +560,12 @@ def _cell_record(item, call, report):
     outputs = getattr(item, "test_outputs", None) or []
     error = next((o for o in outputs if o.get("output_type") == "error"), None)
     excinfo = call.excinfo
+    kernel = getattr(item.parent, "kernel", None)
+    cell = getattr(kernel, "_cell", None) or {}
+    if call.when != "call":
+        cell = {}
     return {"cell": item.cell_num, "when": call.when, "outcome": report.outcome,
+            "late": cell.get("late"), "busy": cell.get("busy"),
             "xfail": hasattr(report, "wasxfail"),
             "message": None if excinfo is None else str(excinfo.value).strip(),
             "died": excinfo is not None and excinfo.errisinstance(KernelDied),
@@ -429,6 +577,13 @@ try:
     import pytest
 
     @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(item):
+        kernel = getattr(getattr(item, "parent", None), "kernel", None)
+        if kernel is not None:  # what the kernel noticed belongs to the cell it is about to run
+            kernel._cell = None
+        yield
+
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(item, call):
         outcome = yield
         report = outcome.get_result()
@@ -438,7 +593,8 @@ try:
             item.config._grading_cells[item.cell_num] = entry
             _record(entry)
 except ImportError:  # pytest is only needed when grading
-    pass
+    def pytest_runtest_call(item):
+        pass
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -500,7 +656,17 @@ def _why(cell, p, cells, settings, died, hung, limit, stopped):
             return "not run", (f"{_cell_name(settings, hung)} ran past the {limit:g} s time limit per "
                                f"cell and did not stop when interrupted (a loop that catches "
                                f"KeyboardInterrupt?), so the kernel was stopped")
-        return "not run", "the kernel had stopped before this check"
+        before = [c for c in sorted(cells) if c < p.check_cell and cells[c]["outcome"] != "passed"
+                  and "Kernel dead on test start" not in (cells[c]["message"] or "")]
+        if before and cells[before[0]].get("late") is not None:
+            return "not run", _late(settings, before[0], cells[before[0]]["late"]) + ", before this check"
+        if before:
+            first = (cells[before[0]]["message"] or "no message").strip().splitlines()[0]
+            return "not run", (f"the kernel had stopped before this check, after "
+                               f"{_cell_name(settings, before[0])}: {first}")
+        return "not run", "the kernel had stopped before this check (no cell before it failed)"
+    if cell.get("late") is not None:
+        return "not run", _late(settings, p.check_cell, cell["late"], "the check")
     if cell["died"]:
         return "failed", f"{message} while the check ran"
     if "Failed to interrupt kernel" in message:
@@ -509,7 +675,7 @@ def _why(cell, p, cells, settings, died, hung, limit, stopped):
                           f"was stopped")
     if "Timeout of" in message and "waiting for output" not in message:
         return "failed", (f"the check ran past the {limit:g} s time limit per cell (an endless loop, "
-                          f"or far too slow?)")
+                          f"or far too slow?)" + _busy_note(cell))
     if p.defined_in is None:
         return "failed", (f"no cell defines {p.exercise}: was the exercise cell deleted, or its "
                           f"function renamed?")
@@ -529,11 +695,26 @@ def _why(cell, p, cells, settings, died, hung, limit, stopped):
                           f"before it ran, e.g. by an input transformer?)")
     said = cell["stdout"].strip()
     if said.startswith("interrupted"):
-        return "failed", f"the check ran past the {limit:g} s time limit per cell"
+        return "failed", f"the check ran past the {limit:g} s time limit per cell" + _busy_note(cell)
     if not said:
         first = message.splitlines()[0] if message else "no output"
         return "failed", f"the check printed nothing, so no pass line ({first})"
     return "failed", cause + said
+
+
+def _late(settings, number, seconds, what=None):
+    what = what or _cell_name(settings, number)
+    return (f"the machine was too busy: the kernel finished {what} but its output had not arrived "
+            f"{seconds:g} s later, so nbval stopped the kernel; grade it again")
+
+
+def _busy_note(cell):
+    """How busy the machine was while a cell ran to its time limit, when it was busy."""
+    busy = cell.get("busy")
+    if not busy or busy[2] < 0.25 * busy[0]:
+        return ""
+    return (f"; the machine was busy: of those {busy[0]:g} s the kernel ran {busy[1]:g} s and "
+            f"waited {busy[2]:g} s for a CPU")
 
 
 # ---------------------------------------------------------------- one notebook
@@ -549,10 +730,20 @@ class Graded:
     seconds: float = 0.0
     submission: object = None     # the learner's notebook, for the feedback file
     placements: list = field(default_factory=list)
+    retried: str | None = None    # why it was graded a second time, if it was
+    log: str = ""                 # each try, the cells that did not pass, pytest's output tail
 
 
 def _lesson_index(lessons):
     return {p.name: p for p in sorted(Path(lessons).glob("*.ipynb"))}
+
+
+@functools.lru_cache(maxsize=64)
+def _lesson_marks(stamp):
+    """(the lesson's text cells, its exercise names), read once while the file is unchanged."""
+    lesson = nbformat.read(stamp[0], as_version=4)
+    ours = frozenset(c.source.strip() for c in lesson.cells if c.cell_type == "markdown") - {""}
+    return ours, tuple(n for n, _, _ in exercises(lesson))
 
 
 def identify(nb, lessons=LESSONS):
@@ -561,9 +752,7 @@ def identify(nb, lessons=LESSONS):
     code = [c.get("source", "") for c in nb.cells if c.get("cell_type") == "code"]
     scores = {}
     for name, path in _lesson_index(lessons).items():
-        lesson = nbformat.read(path, as_version=4)
-        ours = {c.source.strip() for c in lesson.cells if c.cell_type == "markdown"} - {""}
-        names = [n for n, _, _ in exercises(lesson)]
+        ours, names = _lesson_marks(_stamp(path))
         scores[name] = (len(ours & texts) / max(1, len(ours))
                         + sum(any(defines(s, n) for s in code) for n in names) / max(1, len(names)))
     return scores
@@ -577,24 +766,58 @@ def submission_hash(path, lesson_path, root=ROOT):
     return h.hexdigest()
 
 
-def _run_copy(folder, lesson_name, notebook_timeout):
-    """Run pytest on the copy; (per-cell records, why it stopped early or None)."""
+@dataclass
+class Run:
+    """What one pytest run of a graded copy left: per-cell records and why it ended early."""
+    cells: dict
+    stopped: str | None = None        # why the run ended before the checks, in words
+    start_failure: str | None = None  # why no kernel got as far as the first cell: worth a retry
+    output: str = ""                  # the tail of pytest's own output
+    kernel_seconds: float | None = None  # how long the kernel took to start, imports included
+
+
+def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIMEOUT):
+    """Run pytest on the copy; a Run.
+
+    The notebook's time limit counts from when its kernel is ready: the kernel's start-up,
+    with the libraries its lesson imports, has a limit of its own, since a busy machine
+    and not the learner decides how long that takes.
+    """
     private = Path(tempfile.mkdtemp(prefix="grading-"))
     record, key = private / f"{secrets.token_hex(8)}.jsonl", secrets.token_hex(32)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update({"PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"})
     command = [sys.executable, "-c", LAUNCH, f"notebooks/{lesson_name}"]
-    proc = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True, text=True)
-    stopped = None
+    log = private / "pytest.log"
+    with log.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.PIPE, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True, text=True)
+    began, ready, stopped, start_failure = time.monotonic(), None, None, None
     try:
-        output, _ = proc.communicate(json.dumps([str(record), key]) + "\n", timeout=notebook_timeout)
-    except subprocess.TimeoutExpired:
-        stopped = f"the notebook ran past its {notebook_timeout:g} s time limit before this check"
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
+        proc.stdin.write(json.dumps([str(record), key]) + "\n")
+        proc.stdin.close()
+    except OSError:  # pytest ended at once; its output says why
+        pass
+    while True:
+        try:
+            proc.wait(timeout=0.5)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if ready is None and any("kernel_ready" in e for e in _read_records(record, key)[0]):
+            ready = now
+        if ready is None and now - began > startup_timeout + 60:
+            start_failure = stopped = (f"the machine was too slow to start the kernel: it was not "
+                                       f"ready {now - began:.0f} s after grading began")
+        elif ready is not None and now - ready > notebook_timeout:
+            stopped = f"the notebook ran past its {notebook_timeout:g} s time limit before this check"
+        if stopped:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            break
     entries, forged = _read_records(record, key)
+    output = log.read_text(encoding="utf-8", errors="replace")[-4000:]
     shutil.rmtree(private, ignore_errors=True)
     for entry in entries if stopped else []:  # the kernel of a run killed at its time limit
         if "kernel_pid" in entry:
@@ -603,16 +826,33 @@ def _run_copy(folder, lesson_name, notebook_timeout):
             except (ProcessLookupError, PermissionError):
                 pass
     if forged:
-        return {}, ("the grader's record of this run was written to by something else, so none "
-                    "of it counts")
+        return Run({}, ("the grader's record of this run was written to by something else, so none "
+                        "of it counts"), output=output)
     cells = {e["cell"]: e for e in entries if "cell" in e}
+    started = next((e for e in entries if "kernel_ready" in e), None)
+    failed = next((e for e in entries if "kernel_failed" in e), None)
+    first = cells.get(min(cells)) if cells else None
+    if start_failure is None and started is None and failed is not None:
+        start_failure = (f"the machine was too slow to start the kernel ({failed['kernel_failed']}, "
+                         f"after {failed['seconds']:g} s)")
+        if "died" in failed["kernel_failed"].lower():
+            start_failure = f"the kernel died while it started ({failed['kernel_failed']})"
+    elif (start_failure is None and started is not None and first is not None
+          and "Kernel dead on test start" in (first["message"] or "")):
+        start_failure = "the kernel died after it started, before the first cell ran"
+    elif start_failure is None and stopped is None and not cells and proc.returncode not in (0, 1):
+        start_failure = f"pytest stopped with status {proc.returncode} before any cell ran"
     if stopped is None and proc.returncode not in (0, 1):
         stopped = f"pytest stopped with status {proc.returncode}: {output.strip()[-500:]}"
-    return cells, stopped
+    if start_failure:
+        stopped = start_failure
+    return Run(cells, stopped, start_failure, output,
+               None if started is None else started["seconds"])
 
 
 def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
-          notebook_timeout=NOTEBOOK_TIMEOUT, memory_gib=MEMORY_GIB, keep=None, root=ROOT):
+          notebook_timeout=NOTEBOOK_TIMEOUT, memory_gib=MEMORY_GIB, keep=None, root=ROOT,
+          startup_timeout=STARTUP_TIMEOUT):
     """Grade the notebook at `path` against its lesson (by file name unless given); a Graded."""
     path, start = Path(path), time.monotonic()
     index = _lesson_index(lessons)
@@ -653,16 +893,28 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     if keep:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
+    tries = []  # why each earlier try's kernel did not get as far as the first cell
     try:
-        copy_root = folder.resolve()
-        nb, placements = graded_copy(submission, lesson_nb, found, copy_root)
-        cpu = notebook_timeout + 30
-        write_copy(copy_root, nb, lesson_path.name, placements, cell_timeout,
-                   memory_gib * 2 ** 30, cpu, root)
-        settings = json.loads((copy_root / "grading.json").read_text())
-        before = tree_hash(copy_root, ("course_lib",))
-        cells, stopped = _run_copy(copy_root, lesson_path.name, notebook_timeout)
-        results = verdicts(cells, placements, settings, stopped)
+        while True:
+            copy_root = folder.resolve()
+            nb, placements = graded_copy(submission, lesson_nb, found, copy_root)
+            cpu = notebook_timeout + startup_timeout + 30
+            write_copy(copy_root, nb, lesson_path.name, placements, cell_timeout,
+                       memory_gib * 2 ** 30, cpu, root, startup_timeout=startup_timeout)
+            settings = json.loads((copy_root / "grading.json").read_text())
+            before = tree_hash(copy_root, ("course_lib",))
+            run = _run_copy(copy_root, lesson_path.name, notebook_timeout, startup_timeout)
+            if run.start_failure is None or len(tries) == 1:
+                break
+            tries.append(run.start_failure)  # the machine's fault, not the notebook's: once more
+            shutil.rmtree(folder, ignore_errors=True)
+            folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=f"grade-{stem}-"))
+            folder.mkdir(parents=True, exist_ok=True)
+        if run.start_failure:
+            reason = f"{run.start_failure}; tried twice, so this notebook was not graded: grade it again"
+            results = [Result(e.name, "not run", reason, 0, e.points) for e in found]
+        else:
+            results = verdicts(run.cells, placements, settings, run.stopped)
         touched = changed(before, tree_hash(copy_root, ("course_lib",)))
         if touched:
             reason = (f"the notebook changed the grading copy of course_lib ({', '.join(touched[:3])}), "
@@ -671,8 +923,36 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     finally:
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
+    retried = None
+    if tries:
+        retried = f"graded on a second try: on the first, {tries[0]}"
     return Graded(path, stem, results, sha256=sha, seconds=time.monotonic() - start,
-                  submission=submission, placements=placements)
+                  submission=submission, placements=placements, retried=retried,
+                  log=_diagnosis(run, settings, tries))
+
+
+def _diagnosis(run, settings, tries):
+    """What to read when a check did not run: each try, the cells that did not pass, pytest's output."""
+    lines = [f"try {i + 1}: {why}" for i, why in enumerate(tries)]
+    if run.kernel_seconds is not None:
+        lines.append(f"kernel ready after {run.kernel_seconds:g} s "
+                     f"(imports at start: {', '.join(settings.get('preload', [])) or 'none'})")
+    if run.stopped:
+        lines.append(f"stopped: {run.stopped}")
+    dead = [n for n in sorted(run.cells) if run.cells[n]["message"] == "Kernel dead on test start"]
+    for number in sorted(run.cells):
+        cell = run.cells[number]
+        if number in dead[1:]:
+            continue
+        if number in dead[:1]:
+            lines.append(f"cells {number}-{dead[-1]}: the kernel was already dead when each was to run")
+        elif cell["outcome"] != "passed" or cell.get("late") or cell.get("busy"):
+            lines.append(f"{_cell_name(settings, number)} [{cell['when']}] {cell['outcome']}: "
+                         + json.dumps({k: cell.get(k) for k in ("message", "error", "late", "busy", "died")
+                                       if cell.get(k)})[:1500])
+    lines.append("pytest's output (its tail):")
+    lines.append(run.output.rstrip() or "(none)")
+    return "\n".join(lines)
 
 
 def _first_line(source):
@@ -791,7 +1071,8 @@ def read_roster(path):
 
 def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=None,
                 cell_timeout=CELL_TIMEOUT, notebook_timeout=NOTEBOOK_TIMEOUT,
-                memory_gib=MEMORY_GIB, html=True, log=print, root=ROOT):
+                memory_gib=MEMORY_GIB, html=True, log=print, root=ROOT,
+                startup_timeout=STARTUP_TIMEOUT):
     """Grade every learner's notebooks into out/gradebook.csv, out/summary.csv and out/feedback/.
 
     Returns (rows, problems): problems counts notebooks that could not be graded and
@@ -846,7 +1127,8 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = {pool.submit(grade, path, lessons=lessons, cell_timeout=cell_timeout,
                                    notebook_timeout=notebook_timeout, memory_gib=memory_gib,
-                                   root=root): (learner, path, key) for learner, path, key in todo}
+                                   root=root, startup_timeout=startup_timeout):
+                       (learner, path, key) for learner, path, key in todo}
             for future in as_completed(futures):
                 learner, path, key = futures[future]
                 done += 1
@@ -857,6 +1139,8 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 rows = _rows(learner, graded)
                 writer.writerows(rows)
                 f.flush()
+                if graded.retried or any(r["status"] == "not run" for r in rows):
+                    _append_log(out / "grading.log", learner, path, graded, rows)
                 final[key] = rows
                 problems += graded.problem is not None
                 if html and graded.lesson is not None:
@@ -870,7 +1154,8 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 total = sum(float(r["max_points"]) for r in rows)
                 log(f"[{done}/{len(todo)}] {learner}/{path.name}: "
                     + (graded.problem if graded.problem and graded.lesson is None else
-                       f"{_points(earned)}/{_points(total)} points") + f" ({graded.seconds:.0f} s)")
+                       f"{_points(earned)}/{_points(total)} points") + f" ({graded.seconds:.0f} s)"
+                    + (f"; {graded.retried}" if graded.retried else ""))
     for learner, name, problem in loose:
         final[(learner, f"? {name}")] = [dict(learner=learner, lesson=Path(name).stem, exercise="",
                                               points=0, max_points=0, status="not run",
@@ -909,6 +1194,17 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
     else:
         log(f"checked: course_lib, notebooks/ and data/ are unchanged ({len(watched)} files)")
     return rows, problems
+
+
+def _append_log(path, learner, notebook, graded, rows):
+    """Add why a notebook did not fully run to the class's grading.log; earlier runs' entries stay."""
+    stamp = datetime.datetime.now().isoformat(timespec="seconds")
+    head = f"### {stamp} {learner}/{Path(notebook).name}"
+    body = [f"{r['exercise'] or '(notebook)'}: {r['status']}: {r['feedback']}" for r in rows]
+    if graded.retried:
+        body.insert(0, graded.retried)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("\n".join([head, *body, graded.log, ""]) + "\n")
 
 
 def _read_gradebook(path):
@@ -987,6 +1283,9 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=CELL_TIMEOUT, help="seconds allowed per cell")
     parser.add_argument("--notebook-timeout", type=float, default=NOTEBOOK_TIMEOUT,
                         help="seconds allowed per notebook")
+    parser.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT,
+                        help="seconds a kernel may take to start, before the first cell (a busy "
+                             "machine's start-up is retried once)")
     parser.add_argument("--memory", type=float, default=MEMORY_GIB,
                         help="GiB of address space per kernel (0: no limit)")
     parser.add_argument("--keep", help="one notebook: leave the graded copy in this folder, to rerun "
@@ -994,7 +1293,7 @@ def main(argv=None):
     parser.add_argument("--no-html", action="store_true", help="class mode: skip the feedback files")
     args = parser.parse_args(argv)
     limits = dict(cell_timeout=args.timeout, notebook_timeout=args.notebook_timeout,
-                  memory_gib=args.memory)
+                  memory_gib=args.memory, startup_timeout=args.startup_timeout)
     if args.folder:
         try:
             rows, problems = grade_class(args.path, args.out, jobs=args.jobs, roster=args.roster,
@@ -1018,8 +1317,12 @@ def main(argv=None):
     if graded.lesson is None:
         print(graded.problem)
         return 1
+    if graded.retried:
+        print(graded.retried)
     for r in graded.results:
         print(f"{r.exercise}: {r.status} ({_points(r.points)}/{_points(r.max_points)})  {r.feedback}")
+    if any(r.status == "not run" for r in graded.results):
+        print("what the grader saw:\n" + graded.log)
     earned = sum(r.points for r in graded.results)
     total = sum(r.max_points for r in graded.results)
     print(f"{_points(earned)} of {_points(total)} points for {graded.lesson}")

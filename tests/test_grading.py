@@ -60,6 +60,31 @@ def exercise_source(body):
 
 LOOP_FOREVER = "import time\nwhile True:\n    time.sleep(0.01)"
 
+# What a busy machine did to a correct notebook: the kernel, having replied that a cell was
+# done, got no CPU for some seconds before it sent the cell's last message, and nbval (which
+# waits 5 s for it) stopped the kernel, so the check came out "not run". Here the kernel's
+# stderr sleeps 7 s on its second flush, which ipykernel makes just after the reply.
+STALL = """\
+import sys, time
+
+
+class _Stalled:
+    def __init__(self, stream):
+        self.stream, self.flushes = stream, 0
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+    def flush(self):
+        self.flushes += 1
+        if self.flushes == 2:
+            time.sleep(7)
+            sys.stderr = self.stream
+        return self.stream.flush()
+
+
+sys.stderr = _Stalled(sys.stderr)"""
+
 LEARNERS = {
     "blank": blank,
     # a wrong answer, with the check cell edited to print a pass line
@@ -105,6 +130,7 @@ assert os.environ["OMP_NUM_THREADS"] == "1" and torch.get_num_threads() == 1
 assert resource.getrlimit(resource.RLIMIT_AS)[0] == 3 * 2 ** 30
 return ids[:-1], _shift(ids)""")),
     "syntax": lambda: fill(blank(), {EXERCISE: "return ids[:-1], ids[1:"}),
+    "stalls": lambda: with_cell(fill(blank(), REFERENCE), STALL, at=1),
     "writes": lambda: with_cell(wrong(), """\
 import course_lib, pathlib
 checks = pathlib.Path(course_lib.__file__).parent / "checks" / "lesson00.py"
@@ -166,9 +192,21 @@ def graded_class(tmp_path_factory):
 
     rows, problems = grading.grade_class(folder, out, jobs=2, roster=roster, cell_timeout=TIMEOUT,
                                          notebook_timeout=240, memory_gib=3, log=record)
+    keep_log(out / "grading.log")
     return dict(folder=folder, out=out, rows=rows, problems=problems, log=log, roster=roster,
                 changed=grading.changed(instructor, grading.tree_hash(ROOT)),
                 submissions_changed=folder_hash(folder) != submitted)
+
+
+ARTEFACTS = ROOT / "tests" / "artefacts" / "grading"
+
+
+def keep_log(path):
+    """Append the class's grading.log to tests/artefacts/grading/, where a rerun does not erase it."""
+    if path.exists():
+        ARTEFACTS.mkdir(parents=True, exist_ok=True)
+        with (ARTEFACTS / "grading.log").open("a", encoding="utf-8") as f:
+            f.write(path.read_text(encoding="utf-8"))
 
 
 def row(graded_class, learner, lesson=LESSON[:-6]):
@@ -179,22 +217,38 @@ def row(graded_class, learner, lesson=LESSON[:-6]):
     return found[0]
 
 
+def entries_of(log):
+    """{learner/notebook: its entry} of a grading.log, whose entries start '### <time> <learner>/<file>'."""
+    entries = {}
+    for entry in ("\n" + log).split("\n### ")[1:]:
+        entries[entry.split("\n", 1)[0].split(" ", 1)[1]] = entry
+    return entries
+
+
+def why(graded_class, learner):
+    """A failed assertion's message: the learner's row and what grading.log says of their notebook."""
+    log = graded_class["out"] / "grading.log"
+    entries = entries_of(log.read_text(encoding="utf-8")) if log.exists() else {}
+    mine = [e for name, e in entries.items() if name.startswith(f"{learner}/")]
+    return f"{row(graded_class, learner)}\n" + ("".join(mine) or "(nothing in grading.log)")
+
+
 def test_a_correct_answer_passes_in_a_kernel_with_one_thread_and_a_memory_limit(graded_class):
     r = row(graded_class, "helper")
-    assert (r["status"], r["points"], r["max_points"]) == ("passed", "1", "1")
+    assert (r["status"], r["points"], r["max_points"]) == ("passed", "1", "1"), why(graded_class, "helper")
     assert r["feedback"] == "next_token_targets: 6 checks passed"
 
 
 def test_a_blank_notebook_fails_with_the_stub_message(graded_class):
     r = row(graded_class, "blank")
-    assert r["status"] == "failed" and r["points"] == "0"
+    assert r["status"] == "failed" and r["points"] == "0", why(graded_class, "blank")
     assert r["feedback"].startswith("NotImplementedError: Exercise 'next_token_targets'")
 
 
 @pytest.mark.parametrize("learner", ["edited", "redefines", "patches", "custom_exc"])
 def test_a_wrong_answer_fails_with_its_hint_whatever_the_notebook_did_to_the_check(graded_class, learner):
     r = row(graded_class, learner)
-    assert r["status"] == "failed", r
+    assert r["status"] == "failed", why(graded_class, learner)
     assert UNSHIFTED.hint in r["feedback"] and "AssertionError" in r["feedback"]
 
 
@@ -228,13 +282,79 @@ def test_a_loop_that_swallows_the_interrupt_is_stopped_and_named(graded_class):
 
 def test_a_timeout_is_said_as_a_timeout(graded_class):
     r = row(graded_class, "endless")
-    assert r["status"] == "failed"
-    assert r["feedback"] == f"the check ran past the {TIMEOUT} s time limit per cell (an endless loop, or far too slow?)"
+    assert r["status"] == "failed", why(graded_class, "endless")
+    # on a busy machine the reason goes on to say how busy
+    assert r["feedback"].startswith(
+        f"the check ran past the {TIMEOUT} s time limit per cell (an endless loop, or far too slow?)")
 
 
 @pytest.mark.parametrize("learner", ["copied", "helper"])
 def test_the_check_follows_the_cell_that_last_defines_the_function(graded_class, learner):
-    assert row(graded_class, learner)["status"] == "passed"
+    assert row(graded_class, learner)["status"] == "passed", why(graded_class, learner)
+
+
+def test_a_kernel_slow_to_send_a_cells_outputs_as_on_a_busy_machine_still_passes(graded_class):
+    """The flaky "not run" of a correct notebook: nbval stopped a kernel 5 s after its reply."""
+    r = row(graded_class, "stalls")
+    assert (r["status"], r["feedback"]) == ("passed", "next_token_targets: 6 checks passed"), \
+        why(graded_class, "stalls")
+
+
+def test_every_not_run_is_logged_with_its_reason_and_pytests_output(graded_class):
+    log = (graded_class["out"] / "grading.log").read_text()
+    entries = entries_of(log)
+    not_run = {r["learner"] for r in graded_class["rows"] if r["status"] == "not run"}
+    kernels = not_run - {"renamed", "misnamed", "unreadable"}  # these never started a kernel
+    assert kernels == {"exits", "sigkill", "swallows"}
+    expected = {f"{learner}/{LESSON}" for learner in not_run - {"misnamed"}} | {
+        "misnamed/00_start_here (1).ipynb"}
+    assert expected <= set(entries)
+    for name in set(entries) - expected:  # a kernel that a busy machine did not start in time
+        assert "graded on a second try" in entries[name], entries[name]
+    for learner in not_run - {"misnamed"}:
+        entry = entries[f"{learner}/{LESSON}"]
+        assert row(graded_class, learner)["feedback"] in entry
+    for learner in kernels:
+        entry = entries[f"{learner}/{LESSON}"]
+        assert "pytest's output (its tail):" in entry and "failed" in entry.split("its tail):")[1]
+        assert "kernel ready after" in entry and "torch" in entry  # imported while it started
+    assert (ARTEFACTS / "grading.log").read_text().endswith(log)
+
+
+def _fails_to_start_once(monkeypatch):
+    real, calls = grading._run_copy, []
+
+    def run_copy(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            return grading.Run({}, start_failure="the machine was too slow to start the kernel (test)")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(grading, "_run_copy", run_copy)
+    return calls
+
+
+def test_a_kernel_that_did_not_start_is_started_again_once_and_it_says_so(tmp_path, monkeypatch):
+    path = tmp_path / LESSON
+    nbformat.write(fill(blank(), REFERENCE), path)
+    calls = _fails_to_start_once(monkeypatch)
+    graded = grading.grade(path, cell_timeout=TIMEOUT)
+    assert len(calls) == 2
+    assert [r.status for r in graded.results] == ["passed"], graded.log
+    assert graded.retried == ("graded on a second try: on the first, the machine was too slow to "
+                              "start the kernel (test)")
+    assert calls[0][0] != calls[1][0]  # a fresh copy for the second try
+
+
+def test_a_kernel_that_cannot_start_at_all_is_not_run_with_the_reason(tmp_path):
+    path = tmp_path / LESSON
+    nbformat.write(fill(blank(), REFERENCE), path)
+    graded = grading.grade(path, startup_timeout=0.01)
+    (result,) = graded.results
+    assert result.status == "not run"
+    assert result.feedback.startswith("the machine was too slow to start the kernel (RuntimeError: ")
+    assert result.feedback.endswith("tried twice, so this notebook was not graded: grade it again")
+    assert graded.retried.startswith("graded on a second try: on the first, the machine was too slow")
+    assert "pytest's output (its tail):" in graded.log and "RuntimeError" in graded.log
 
 
 def test_a_notebook_past_its_time_limit_is_stopped(tmp_path):
@@ -406,6 +526,41 @@ def test_a_record_line_not_signed_by_the_plugin_is_refused(tmp_path, monkeypatch
     with path.open("a") as f:
         f.write('0000 {"cell": 0, "outcome": "passed"}\n')
     assert grading._read_records(path, "secret") == ([{"cell": 0, "outcome": "failed"}], True)
+
+
+def test_a_record_line_cut_short_is_not_a_forgery(tmp_path, monkeypatch):
+    """A run killed at its time limit while it wrote a record: the lines before still count."""
+    path = tmp_path / "record.jsonl"
+    monkeypatch.setattr(grading, "_RECORD", [str(path), "secret"])
+    grading._record({"cell": 0, "outcome": "passed"})
+    with path.open("a") as f:
+        f.write('ab12 {"cell": 1, "outc')
+    assert grading._read_records(path, "secret") == ([{"cell": 0, "outcome": "passed"}], False)
+
+
+def test_why_a_check_did_not_run_names_the_cell_that_stopped_the_kernel():
+    settings = {"cell_timeout": 60, "sources": {"0": "import torch", "1": "x = 1"}}
+    base = dict(when="call", xfail=False, died=False, error=None, stdout="", late=None, busy=None)
+    dead = dict(base, outcome="failed", message="Kernel dead on test start")
+    check = grading.Placement("f", 1, 2, 1)
+    late = {0: dict(base, outcome="passed", message=None),
+            1: dict(base, outcome="failed", message="Timeout of 5 seconds exceeded waiting for output.",
+                    late=60.2),
+            2: dead}
+    (r,) = grading.verdicts(late, [check], settings)
+    assert (r.status, r.feedback) == ("not run", "the machine was too busy: the kernel finished cell 1 "
+                                                 "(`x = 1`) but its output had not arrived 60.2 s later, "
+                                                 "so nbval stopped the kernel; grade it again, before this check")
+    other = {**late, 1: dict(base, outcome="failed", message="Kernel aborted execution request")}
+    (r,) = grading.verdicts(other, [check], settings)
+    assert r.feedback == ("the kernel had stopped before this check, after cell 1 (`x = 1`): "
+                          "Kernel aborted execution request")
+    slow = dict(base, outcome="skipped", message="Timeout of 60 seconds exceeded executing cell",
+                busy=[60.1, 5.0, 50.2])  # a time limit reached on a machine too busy to run the check
+    (r,) = grading.verdicts({**late, 1: dict(base, outcome="passed", message=None), 2: slow}, [check], settings)
+    assert (r.status, r.feedback) == ("failed", "the check ran past the 60 s time limit per cell (an endless "
+                                                "loop, or far too slow?); the machine was busy: of those "
+                                                "60.1 s the kernel ran 5 s and waited 50.2 s for a CPU")
 
 
 def test_defines_finds_helpers_copies_imports_and_broken_cells():
