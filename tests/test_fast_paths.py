@@ -4,8 +4,10 @@ import pytest
 import torch
 
 from course_lib.checkpoint import load_model
+from course_lib.data import encode, train_val_split
 from course_lib.generation import FastDecoder, generate
 from course_lib.kv_cache import KVCache
+from course_lib.training import TrainConfig, train
 
 from conftest import ROOT, random_ids, tiny_model
 
@@ -82,3 +84,62 @@ def test_bad_fast_options_are_refused(kwargs, options, error, message):
     model = tiny_model(**options)
     with pytest.raises(error, match=message):
         generate(model, random_ids(1, 3), 2, **kwargs)
+
+
+# --- training ----------------------------------------------------------------------------
+
+TEXT = ("to be, or not to be, that is the question: whether 'tis nobler in the mind "
+        "to suffer the slings and arrows of outrageous fortune. ") * 20
+
+
+def _run(steps=12, **options):
+    train_ids, val_ids = train_val_split(encode(TEXT))
+    model = tiny_model()
+    cfg = TrainConfig(steps=steps, batch_size=4, block_size=16, lr=3e-3, warmup_steps=2,
+                      eval_every=steps, eval_batches=2, **options)
+    return model, train(model, train_ids, val_ids, cfg, progress=False)
+
+
+@pytest.mark.parametrize("adamw", ["foreach", "fused"])
+def test_foreach_and_fused_adamw_match_the_plain_run_in_float32(adamw):
+    plain_model, plain = _run()
+    fast_model, fast = _run(adamw=adamw, autocast="off")
+    assert fast.losses == pytest.approx(plain.losses, rel=1e-5, abs=1e-5)
+    for (name, a), b in zip(plain_model.named_parameters(), fast_model.parameters()):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), f"{name} differs"
+
+
+def test_autocast_off_is_the_default_run_on_a_cpu():
+    assert _run(steps=5, autocast="off")[1].losses == _run(steps=5)[1].losses
+
+
+def test_bf16_autocast_runs_on_the_cpu_and_learns():
+    model, history = _run(steps=30, autocast="bf16", adamw="foreach")
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # the weights stay float32
+    assert history.val_losses[-1] < history.val_losses[0] - 1.0
+    plain = _run(steps=30)[1]
+    assert abs(history.val_losses[-1] - plain.val_losses[-1]) < 0.3  # close, not equal: bf16 rounds
+
+
+def test_the_speed_options_show_in_repr_only_when_set():
+    assert "autocast" not in repr(TrainConfig()) and "adamw" not in repr(TrainConfig())
+    assert "autocast='bf16'" in repr(TrainConfig(autocast="bf16"))
+    assert "adamw='fused'" in repr(TrainConfig(adamw="fused"))
+
+
+@pytest.mark.parametrize("field, value", [("autocast", "fp16"), ("autocast", True),
+                                          ("adamw", "fast"), ("adamw", None)])
+def test_bad_speed_options_are_refused_by_name(field, value):
+    with pytest.raises(ValueError, match=f"TrainConfig.{field} must be one of"):
+        TrainConfig(**{field: value})
+
+
+def test_the_time_to_quality_bench_runs_in_quick_mode(capsys):
+    import json
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import time_to_quality
+    assert time_to_quality.main(["--quick"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["median"]) == {"recipe", "fast"} and out["time_ratio_fast_over_recipe"] > 0
+    assert out["fast"]["autocast"] == "bf16" and out["recipe"]["autocast"] == "auto"
