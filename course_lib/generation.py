@@ -141,15 +141,33 @@ class FastDecoder:
         self.C, self.H, self.Hkv, self.D = c.d_model, c.n_heads, c.kv_heads, c.d_head
         self.n_rep = c.n_heads // c.kv_heads
         self.rope = c.positions == "rope"
-        self.layernorm = c.norm == "layernorm"
-        self.eps = c.norm_eps
         self.freqs = (pair_frequencies(self.D, c.rope_base, device=cache.keys.device)
                       if self.rope else None)
+        self.pos_table = None if self.rope else model.pos_emb.weight
+        # Each layer's weights, looked up once: nn.Module attribute lookups cost time per step.
+        self.layers = [(self._norm(block.norm1), block.attn.qkv.weight, block.attn.qkv.bias,
+                        block.attn.proj.weight, block.attn.proj.bias, self._norm(block.norm2),
+                        self._mlp(block.mlp)) for block in model.blocks]
+        self.final_norm, self.emb, self.head = self._norm(model.norm), model.tok_emb.weight, \
+            model.head.weight
 
-    def _norm(self, norm, x):
-        if self.layernorm:
-            return F.layer_norm(x, (self.C,), norm.weight, norm.bias, self.eps)
-        return norm(x)
+    def _norm(self, norm):
+        """The norm as a function: LayerNorm straight through F.layer_norm; RMSNorm as itself."""
+        if isinstance(norm, torch.nn.LayerNorm):
+            w, b, shape, eps = norm.weight, norm.bias, norm.normalized_shape, norm.eps
+            return lambda x: F.layer_norm(x, shape, w, b, eps)
+        return norm
+
+    @staticmethod
+    def _mlp(mlp):
+        """The MLP as a function of (B, C), with the same ops as its forward."""
+        if isinstance(mlp, SwiGLU):
+            gate, up, down = mlp.gate.weight, mlp.up.weight, mlp.down.weight
+            return lambda h: F.linear(F.silu(F.linear(h, gate)) * F.linear(h, up), down)
+        up_w, up_b, down_w, down_b = mlp.up.weight, mlp.up.bias, mlp.down.weight, mlp.down.bias
+        approximate = mlp.act.approximate
+        return lambda h: F.linear(F.gelu(F.linear(h, up_w, up_b), approximate=approximate),
+                                  down_w, down_b)
 
     def _rope(self, qk, pos):
         """apply_rope on the queries and keys of one position, as MultiHeadAttention.project does.
@@ -163,39 +181,31 @@ class FastDecoder:
         return rotated.flatten(-2)
 
     def step(self, tokens):
-        m, cache = self.model, self.cache
+        cache = self.cache
         B, pos, H, Hkv, D = tokens.shape[0], cache.length, self.H, self.Hkv, self.D
-        x = F.embedding(tokens, m.tok_emb.weight)  # (B, C)
-        if not self.rope:
-            x = x + m.pos_emb.weight[pos]
+        x = F.embedding(tokens, self.emb)  # (B, C)
+        if self.pos_table is not None:
+            x = x + self.pos_table[pos]
         end = pos + 1
-        keys = cache.keys[:, :, :, :end].unbind(0)      # L views (B, Hkv, end, D), one slice
+        keys = cache.keys[:, :, :, :end].unbind(0)  # L views (B, Hkv, end, D): one slice for all
         values = cache.values[:, :, :, :end].unbind(0)
-        for layer, block in enumerate(m.blocks):
-            attn = block.attn
-            h = self._norm(block.norm1, x)
-            heads = F.linear(h, attn.qkv.weight, attn.qkv.bias).view(B, H + 2 * Hkv, 1, D)
+        for k_all, v_all, (norm1, w_qkv, b_qkv, w_proj, b_proj, norm2, mlp) in zip(
+                keys, values, self.layers):
+            heads = F.linear(norm1(x), w_qkv, b_qkv).view(B, H + 2 * Hkv, 1, D)  # q, k, v heads
             if self.rope:
                 qk = self._rope(heads[:, :H + Hkv], pos)
                 q, k = qk[:, :H], qk[:, H:]
             else:
                 q, k = heads[:, :H], heads[:, H:H + Hkv]
-            keys[layer][:, :, pos:end] = k
-            values[layer][:, :, pos:end] = heads[:, H + Hkv:]
-            k_all, v_all = keys[layer], values[layer]
+            k_all[:, :, pos:end] = k  # written into the cache, in place
+            v_all[:, :, pos:end] = heads[:, H + Hkv:]
             if self.n_rep > 1:
                 k_all, v_all = repeat_kv(k_all, self.n_rep), repeat_kv(v_all, self.n_rep)
             a = F.scaled_dot_product_attention(q, k_all, v_all)  # (B, H, 1, D)
-            x = x + F.linear(a.reshape(B, self.C), attn.proj.weight, attn.proj.bias)
-            h = self._norm(block.norm2, x)
-            mlp = block.mlp
-            if isinstance(mlp, SwiGLU):
-                u = F.silu(F.linear(h, mlp.gate.weight)) * F.linear(h, mlp.up.weight)
-            else:
-                u = mlp.act(F.linear(h, mlp.up.weight, mlp.up.bias))
-            x = x + F.linear(u, mlp.down.weight, mlp.down.bias)
+            x = x + F.linear(a.reshape(B, self.C), w_proj, b_proj)
+            x = x + mlp(norm2(x))
         cache.advance(1)
-        return F.linear(self._norm(m.norm, x), m.head.weight)  # (B, V)
+        return F.linear(self.final_norm(x), self.head)  # (B, V)
 
 
 def _cached_fast(model, idx, n_new, choose):
