@@ -96,6 +96,8 @@ def main(argv=None):
     p.add_argument("--fast-autocast", default="bf16", choices=("auto", "bf16", "off"))
     p.add_argument("--fast-adamw", default="foreach", choices=("default", "foreach", "fused"))
     p.add_argument("--gpu", action="store_true", help="the GPU figures (needs CUDA)")
+    p.add_argument("--lesson06", action="store_true",
+                   help="lesson 06's CPU cell (the cpu preset, 100 steps) in float32 and fast")
     p.add_argument("--data", default=str(ROOT / "data" / "shakespeare.txt"))
     args = p.parse_args(argv)
     if args.repeats < 1:
@@ -105,6 +107,8 @@ def main(argv=None):
     train_ids, val_ids = train_val_split(ids)
     if args.gpu:
         return gpu(args, train_ids, val_ids)
+    if args.lesson06:
+        return lesson06(args, train_ids, val_ids)
 
     device = torch.device("cpu")
     recipe = RECIPE
@@ -129,6 +133,29 @@ def main(argv=None):
         runs=runs, median=median, time_ratio_fast_over_recipe=round(ratio, 3),
         same_quality=median["fast"]["val_loss"] <= median["recipe"]["val_loss"],
         half_the_time_or_less=ratio <= 0.5), indent=2))
+    return 0
+
+
+def lesson06(args, train_ids, val_ids):
+    """Lesson 06's CPU training cell as it is (float32) and with the fast switch, in turns."""
+    model_config, cfg = PRESETS["cpu"]
+    plain = replace(cfg, steps=100, eval_every=20, eval_batches=4)
+    if args.quick:
+        plain = replace(plain, steps=5, warmup_steps=1, eval_every=5)
+    fast = replace(plain, autocast=args.fast_autocast, adamw=args.fast_adamw)
+    runs = {"float32": [], "fast": []}
+    for _ in range(args.repeats):
+        for name, c in (("float32", plain), ("fast", fast)):
+            runs[name].append(run(name, model_config, c, train_ids, val_ids, torch.device("cpu"),
+                                  eval_batches=2 if args.quick else 20))
+    median = {name: dict(seconds=statistics.median(r["seconds"] for r in rs),
+                         val_loss=statistics.median(r["val_loss"] for r in rs))
+              for name, rs in runs.items()}
+    print(json.dumps(dict(machine=machine(torch.device("cpu")), slice_bytes=SLICE_BYTES,
+                          model=asdict(model_config), float32=asdict(plain), fast=asdict(fast),
+                          runs=runs, median=median,
+                          time_ratio=round(median["fast"]["seconds"] / median["float32"]["seconds"], 3)),
+                     indent=2))
     return 0
 
 
