@@ -143,3 +143,18 @@ def test_the_time_to_quality_bench_runs_in_quick_mode(capsys):
     out = json.loads(capsys.readouterr().out)
     assert set(out["median"]) == {"recipe", "fast"} and out["time_ratio_fast_over_recipe"] > 0
     assert out["fast"]["autocast"] == "bf16" and out["recipe"]["autocast"] == "auto"
+
+
+def test_the_train_command_takes_the_speed_options(tmp_path, capsys):
+    from course_lib.checkpoint import load_checkpoint
+    from course_lib.train import main
+    data = tmp_path / "text.txt"
+    data.write_text(TEXT)
+    args = ["--data", str(data), "--preset", "tiny", "--steps", "3", "--out", str(tmp_path),
+            "--no-progress", "--autocast", "bf16", "--adamw", "foreach"]
+    assert main(args) == 0
+    saved = load_checkpoint(tmp_path / "tinylm.pt")["train_config"]
+    assert saved["autocast"] == "bf16" and saved["adamw"] == "foreach"
+    with pytest.raises(SystemExit):
+        main(args[:-1] + ["fastest"])
+    assert "invalid choice: 'fastest'" in capsys.readouterr().err
