@@ -159,3 +159,12 @@ def test_the_train_command_takes_the_speed_options(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(args[:-1] + ["fastest"])
     assert "invalid choice: 'fastest'" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_the_gpu_bench_says_when_there_is_no_gpu(capsys):
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import time_to_quality
+    assert time_to_quality.main(["--gpu", "--quick"]) == 2
+    assert "--gpu needs a CUDA GPU" in capsys.readouterr().err
