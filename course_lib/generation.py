@@ -127,7 +127,8 @@ class FastDecoder:
     What model(nxt, cache) does per step that this does not:
       - check the input (int(idx.min()) waits for the device) and the cache's batch size;
       - build each layer's (B, 1, C) -> heads views, and three per-layer cache slices;
-      - go through nn.Module.__call__ for each of the ~15 modules of a layer.
+      - go through nn.Module.__call__ for each of the ~15 modules of a layer (an RMSNorm is
+        still called as a module: its forward is already a few plain tensor ops).
     What stays: the same torch ops on the same shapes (layer_norm, linear, gelu or SwiGLU,
     RoPE, scaled_dot_product_attention), so every logit is bit for bit the one the readable
     path computes, and so is every token.
