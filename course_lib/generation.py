@@ -1,11 +1,21 @@
-"""Generating text from a trained model, one token at a time, with or without a KV cache."""
-import torch
+"""Generating text from a trained model, one token at a time, with or without a KV cache.
 
+`generate` is the readable loop (lesson 07). `generate(..., fast=True)` runs the same loop
+with FastDecoder's steps: the same tokens, bit for bit the same logits, less work per step.
+"""
+import torch
+import torch.nn.functional as F
+
+from course_lib.attention import repeat_kv
+from course_lib.blocks import Block, SwiGLU
 from course_lib.kv_cache import KVCache
+from course_lib.model import TinyLM
+from course_lib.positions import pair_frequencies
 
 
 @torch.no_grad()
-def generate(model, idx, n_new, temperature=1.0, top_k=None, use_cache=True, generator=None):
+def generate(model, idx, n_new, temperature=1.0, top_k=None, use_cache=True, generator=None,
+             fast=False):
     """Append `n_new` sampled tokens to `idx`.
 
     temperature=0 picks the most likely token (greedy); top_k keeps only the k most
@@ -16,6 +26,10 @@ def generate(model, idx, n_new, temperature=1.0, top_k=None, use_cache=True, gen
     window, as the uncached path does. A model built with causal=False cannot keep a
     cache (earlier positions would change with every new token), so it always reruns.
 
+    fast=True decodes with FastDecoder under torch.inference_mode: the same tokens as
+    fast=False, in less time per token (lesson 07 measures both). It needs use_cache=True
+    and a causal model with residual connections.
+
     Shapes: idx (B, T) -> (B, T + n_new)
     """
     if temperature < 0:
@@ -24,12 +38,23 @@ def generate(model, idx, n_new, temperature=1.0, top_k=None, use_cache=True, gen
         raise ValueError(f"top_k must be a positive integer or None, got {top_k}")
     if n_new < 0:
         raise ValueError(f"n_new must be >= 0, got {n_new}")
+    if fast not in (True, False):
+        raise TypeError(f"fast must be True or False, got {fast!r}")
+    if fast:
+        why = "use_cache=False reruns the prefix instead" if not use_cache else _fast_supported(model)
+        if why:
+            raise ValueError(f"fast=True decodes over a KV cache, but {why}; "
+                             f"use fast=False (the readable loop) for this model")
     model.check_input(idx[:, -model.config.max_len:])
     was_training = model.training
     model.eval()
+    choose = lambda logits: pick(logits, temperature, top_k, generator)  # noqa: E731
     try:
+        if fast:
+            with torch.inference_mode():
+                return _cached_fast(model, idx, n_new, choose)
         run = _cached if use_cache and model.config.causal else _uncached
-        return run(model, idx, n_new, lambda logits: pick(logits, temperature, top_k, generator))
+        return run(model, idx, n_new, choose)
     finally:
         model.train(was_training)
 
@@ -76,3 +101,133 @@ def _cached(model, idx, n_new, choose):
         else:  # the window slides, every position moves: rerun it, as the uncached path does
             logits = model(idx[:, -max_len:])[:, -1]
     return idx
+
+
+# ---------------------------------------------------------------------------
+# The fast decode loop: the same arithmetic as model(nxt, cache), with the per-step
+# overhead taken out. Read _cached above first; this is the same loop, unrolled.
+# ---------------------------------------------------------------------------
+
+def _fast_supported(model):
+    """Why the fast loop cannot run this model, or None when it can."""
+    c = model.config
+    if not c.causal:
+        return "a model with causal=False keeps no cache"
+    if not c.residual:
+        return "a model with residual=False is only for lesson 04's experiment"
+    if type(model).forward is not TinyLM.forward or any(
+            type(b).forward is not Block.forward for b in model.blocks):
+        return "the model's forward was replaced, so the fast loop would not run the same code"
+    return None
+
+
+class FastDecoder:
+    """One decode step of a TinyLM, written out op by op; the same numbers as model(nxt, cache).
+
+    What model(nxt, cache) does per step that this does not:
+      - check the input (int(idx.min()) waits for the device) and the cache's batch size;
+      - build each layer's (B, 1, C) -> heads views, and three per-layer cache slices;
+      - go through nn.Module.__call__ for each of the ~15 modules of a layer (an RMSNorm is
+        still called as a module: its forward is already a few plain tensor ops).
+    What stays: the same torch ops on the same shapes (layer_norm, linear, gelu or SwiGLU,
+    RoPE, scaled_dot_product_attention), so every logit is bit for bit the one the readable
+    path computes, and so is every token.
+
+    Shapes: step(tokens (B,)) -> logits (B, V); the cache's length grows by one.
+    """
+
+    def __init__(self, model, cache):
+        self.model, self.cache = model, cache
+        c = model.config
+        self.C, self.H, self.Hkv, self.D = c.d_model, c.n_heads, c.kv_heads, c.d_head
+        self.n_rep = c.n_heads // c.kv_heads
+        self.rope = c.positions == "rope"
+        self.freqs = (pair_frequencies(self.D, c.rope_base, device=cache.keys.device)
+                      if self.rope else None)
+        self.pos_table = None if self.rope else model.pos_emb.weight
+        # Each layer's weights, looked up once: nn.Module attribute lookups cost time per step.
+        self.layers = [(self._norm(block.norm1), block.attn.qkv.weight, block.attn.qkv.bias,
+                        block.attn.proj.weight, block.attn.proj.bias, self._norm(block.norm2),
+                        self._mlp(block.mlp)) for block in model.blocks]
+        self.final_norm, self.emb, self.head = self._norm(model.norm), model.tok_emb.weight, \
+            model.head.weight
+
+    def _norm(self, norm):
+        """The norm as a function: LayerNorm straight through F.layer_norm; RMSNorm as itself."""
+        if isinstance(norm, torch.nn.LayerNorm):
+            w, b, shape, eps = norm.weight, norm.bias, norm.normalized_shape, norm.eps
+            return lambda x: F.layer_norm(x, shape, w, b, eps)
+        return norm
+
+    @staticmethod
+    def _mlp(mlp):
+        """The MLP as a function of (B, C), with the same ops as its forward."""
+        if isinstance(mlp, SwiGLU):
+            gate, up, down = mlp.gate.weight, mlp.up.weight, mlp.down.weight
+            return lambda h: F.linear(F.silu(F.linear(h, gate)) * F.linear(h, up), down)
+        up_w, up_b, down_w, down_b = mlp.up.weight, mlp.up.bias, mlp.down.weight, mlp.down.bias
+        approximate = mlp.act.approximate
+        return lambda h: F.linear(F.gelu(F.linear(h, up_w, up_b), approximate=approximate),
+                                  down_w, down_b)
+
+    def _rope(self, qk, pos):
+        """apply_rope on the queries and keys of one position, as MultiHeadAttention.project does.
+
+        Shapes: qk (B, H + Hkv, 1, D) -> the same
+        """
+        angles = torch.tensor([float(pos)], device=qk.device)[:, None] * self.freqs  # (1, D / 2)
+        cos, sin = torch.cos(angles), torch.sin(angles)
+        even, odd = qk[..., 0::2], qk[..., 1::2]
+        rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)
+        return rotated.flatten(-2)
+
+    def step(self, tokens):
+        cache = self.cache
+        B, pos, H, Hkv, D = tokens.shape[0], cache.length, self.H, self.Hkv, self.D
+        x = F.embedding(tokens, self.emb)  # (B, C)
+        if self.pos_table is not None:
+            x = x + self.pos_table[pos]
+        end = pos + 1
+        keys = cache.keys[:, :, :, :end].unbind(0)  # L views (B, Hkv, end, D): one slice for all
+        values = cache.values[:, :, :, :end].unbind(0)
+        for k_all, v_all, (norm1, w_qkv, b_qkv, w_proj, b_proj, norm2, mlp) in zip(
+                keys, values, self.layers):
+            heads = F.linear(norm1(x), w_qkv, b_qkv).view(B, H + 2 * Hkv, 1, D)  # q, k, v heads
+            if self.rope:
+                qk = self._rope(heads[:, :H + Hkv], pos)
+                q, k = qk[:, :H], qk[:, H:]
+            else:
+                q, k = heads[:, :H], heads[:, H:H + Hkv]
+            k_all[:, :, pos:end] = k  # written into the cache, in place
+            v_all[:, :, pos:end] = heads[:, H + Hkv:]
+            if self.n_rep > 1:
+                k_all, v_all = repeat_kv(k_all, self.n_rep), repeat_kv(v_all, self.n_rep)
+            a = F.scaled_dot_product_attention(q, k_all, v_all)  # (B, H, 1, D)
+            x = x + F.linear(a.reshape(B, self.C), w_proj, b_proj)
+            x = x + mlp(norm2(x))
+        cache.advance(1)
+        return F.linear(self.final_norm(x), self.head)  # (B, V)
+
+
+def _cached_fast(model, idx, n_new, choose):
+    """_cached, with FastDecoder's steps, under inference_mode, writing into one output tensor."""
+    max_len = model.config.max_len
+    B, T = idx.shape
+    if n_new == 0:
+        return idx
+    out = torch.empty(B, T + n_new, dtype=torch.long, device=idx.device)  # as torch.cat makes it
+    out[:, :T] = idx
+    cache = KVCache.for_model(model, B)
+    decoder = FastDecoder(model, cache)
+    logits = model(idx[:, -max_len:], cache)[:, -1]  # prefill: the readable path, once
+    for step in range(n_new):
+        t = T + step
+        nxt = choose(logits)  # (B, 1)
+        out[:, t:t + 1] = nxt
+        if step == n_new - 1:
+            break
+        if cache.length < max_len:
+            logits = decoder.step(nxt[:, 0])
+        else:  # the window slides: rerun it, as _cached does
+            logits = model(out[:, t + 1 - max_len:t + 1])[:, -1]
+    return out

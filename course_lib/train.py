@@ -8,7 +8,8 @@
 Presets (course_lib.training.PRESETS): "gpu" (the full run), "cpu" (about a minute on a
 laptop CPU) and "tiny" (for tests and smoke runs only). The checkpoint goes to
 OUT/tinylm.pt; --slim drops the optimizer state at the end (a file about three times
-smaller that can be loaded but not resumed).
+smaller that can be loaded but not resumed). --autocast bf16 --adamw foreach are the fast
+CPU settings that bench/time_to_quality.py measures (the default stays float32 on a CPU).
 """
 import argparse
 import os
@@ -23,7 +24,7 @@ from course_lib.checkpoint import CheckpointError, load_checkpoint, parameter_ch
 from course_lib.data import encode, load_corpus, train_val_split
 from course_lib.device import pick_device
 from course_lib.model import TinyLM
-from course_lib.training import PRESETS, train
+from course_lib.training import ADAMW, AUTOCAST, PRESETS, train
 
 CHECKPOINT_NAME = "tinylm.pt"
 
@@ -40,6 +41,10 @@ def parse_args(argv=None):
     p.add_argument("--slim", action="store_true",
                    help="at the end, keep only the weights in the checkpoint (cannot be resumed)")
     p.add_argument("--seed", type=int, help="seed for the initial weights and the batches")
+    p.add_argument("--autocast", choices=AUTOCAST,
+                   help="bf16: bfloat16 autocast, also on a CPU; off: float32 (default: the "
+                        "preset's, auto: bf16 on CUDA only)")
+    p.add_argument("--adamw", choices=ADAMW, help="AdamW's kernels (default: the preset's)")
     return p.parse_args(argv)
 
 
@@ -67,6 +72,9 @@ def main(argv=None):
                           eval_every=min(cfg.eval_every, args.steps))
         if args.seed is not None:
             cfg = replace(cfg, seed=args.seed)
+        for name in ("autocast", "adamw"):
+            if getattr(args, name) is not None:
+                cfg = replace(cfg, **{name: getattr(args, name)})
         text = load_corpus(args.data)
         train_ids, val_ids = train_val_split(encode(text))
     except (FileNotFoundError, ValueError) as err:

@@ -8,11 +8,12 @@ import contextlib
 import math
 import numbers
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm.auto import tqdm
 
 from course_lib import checkpoint as ckpt
@@ -88,7 +89,12 @@ def fit(model, ids, *, steps, batch_size, block_size, lr=3e-4, seed=0, progress=
 
 
 
-@dataclass(frozen=True)
+AUTOCAST = ("auto", "bf16", "off")
+ADAMW = ("default", "foreach", "fused")
+_SPEED_OPTIONS = ("autocast", "adamw")
+
+
+@dataclass(frozen=True, repr=False)
 class TrainConfig:
     """Everything about a training run except the model's shape.
 
@@ -105,6 +111,9 @@ class TrainConfig:
     eval_every: int = 50      # validation loss on fixed batches every eval_every steps and at the end
     eval_batches: int = 8
     seed: int = 0
+    # Speed (bench/time_to_quality.py measures them). The defaults are the lessons' float32 run.
+    autocast: str = "auto"    # "auto": bf16 on CUDA when supported; "bf16": also on CPU; "off"
+    adamw: str = "default"    # "foreach" or "fused": AdamW's multi-tensor or fused kernels
 
     def __post_init__(self):
         for name in ("steps", "batch_size", "block_size", "eval_every", "eval_batches"):
@@ -131,6 +140,15 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.weight_decay must be >= 0, got {self.weight_decay}")
         if self.grad_clip < 0:
             raise ValueError(f"TrainConfig.grad_clip must be >= 0 (0 = no clipping), got {self.grad_clip}")
+        for name, allowed in (("autocast", AUTOCAST), ("adamw", ADAMW)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"TrainConfig.{name} must be one of {allowed}, "
+                                 f"got {getattr(self, name)!r}")
+
+    def __repr__(self):  # the speed options appear only when they differ from their defaults
+        shown = [f.name for f in fields(self)
+                 if f.name not in _SPEED_OPTIONS or getattr(self, f.name) != f.default]
+        return f"TrainConfig({', '.join(f'{n}={getattr(self, n)!r}' for n in shown)})"
 
     @property
     def tokens_per_step(self) -> int:
@@ -213,9 +231,14 @@ def decay_groups(model, weight_decay):
 
 
 def configure_optimizer(model, cfg: TrainConfig):
-    """AdamW for a training run: decay on the weight matrices only, betas (0.9, 0.95)."""
+    """AdamW for a training run: decay on the weight matrices only, betas (0.9, 0.95).
+
+    cfg.adamw="foreach" or "fused" picks torch's multi-tensor or fused implementation:
+    the same update, computed in fewer, larger kernels.
+    """
+    kernels = {} if cfg.adamw == "default" else {cfg.adamw: True}
     return torch.optim.AdamW(decay_groups(model, cfg.weight_decay), lr=lr_at(0, cfg),
-                             betas=(0.9, 0.95))
+                             betas=(0.9, 0.95), **kernels)
 
 
 def _dist_info():
@@ -228,10 +251,28 @@ def _unwrap(model):
     return model.module if hasattr(model, "module") else model
 
 
-def _autocast(device):
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+def _autocast(device, mode="auto"):
+    """The precision context of a forward pass: bf16 autocast or float32 (see TrainConfig.autocast).
+
+    bf16 on a CPU also sends attention through torch's plain (math) kernel: the fused CPU
+    kernel's bf16 backward pass measured many times slower than float32 on this course's CPU.
+    """
+    if mode == "off":
+        return contextlib.nullcontext()
+    if device.type == "cuda" and (mode == "bf16" or torch.cuda.is_bf16_supported()):
         return torch.autocast("cuda", dtype=torch.bfloat16)
+    if mode == "bf16" and device.type == "cpu":
+        return _cpu_bf16()
+    if mode == "bf16":
+        raise ValueError(f"TrainConfig.autocast='bf16' runs on a CPU or a CUDA GPU, not on "
+                         f"{device.type}; use autocast='auto'")
     return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _cpu_bf16():
+    with torch.autocast("cpu", dtype=torch.bfloat16), sdpa_kernel(SDPBackend.MATH):
+        yield
 
 
 def _check_ids_for(ids, name, cfg, model):
@@ -253,7 +294,8 @@ def train(model, train_ids, val_ids, cfg: TrainConfig, *, device=None, checkpoin
 
     AdamW (decay on 2-D weights), warm-up + cosine learning rate (lr_at), gradient clipping,
     batches drawn by a torch.Generator seeded with cfg.seed (+ rank under DDP), bf16 autocast
-    on CUDA when supported. The validation loss on fixed windows of val_ids is measured at
+    on CUDA when supported (cfg.autocast="bf16" also on a CPU, "off" never; cfg.adamw picks
+    AdamW's kernels; bench/time_to_quality.py measures both). The validation loss on fixed windows of val_ids is measured at
     step 0, every cfg.eval_every steps and at the end. With checkpoint_path the run is saved
     atomically at every evaluation after step 0 and at the end; resume=True continues from
     that file (same batches, same numbers as a run that was never stopped).
@@ -321,7 +363,7 @@ def train(model, train_ids, val_ids, cfg: TrainConfig, *, device=None, checkpoin
                 group["lr"] = lr
             batch = get_batch(train_ids, cfg.batch_size, cfg.block_size, gen).to(device)
             inputs, targets = split_inputs_targets(batch)
-            with _autocast(device):
+            with _autocast(device, cfg.autocast):
                 logits = model(inputs)
             loss = next_token_loss(logits.float(), targets)
             opt.zero_grad(set_to_none=True)

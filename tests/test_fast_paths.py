@@ -1,0 +1,170 @@
+"""Every fast path equals its plain one: decoding token for token (and logit for logit),
+training step for step in float32; the bf16 mode runs and learns; bad options are refused."""
+import pytest
+import torch
+
+from course_lib.checkpoint import load_model
+from course_lib.data import encode, train_val_split
+from course_lib.generation import FastDecoder, generate
+from course_lib.kv_cache import KVCache
+from course_lib.training import TrainConfig, train
+
+from conftest import ROOT, random_ids, tiny_model
+
+# The options of ModelConfig that change the decode step, alone and together.
+CONFIGS = [
+    dict(),
+    dict(positions="rope"),
+    dict(n_kv_heads=2),
+    dict(n_kv_heads=1, positions="rope"),
+    dict(norm="rmsnorm"),
+    dict(mlp="swiglu"),
+    dict(attn_bias=True, gelu_approx="tanh", tie_embeddings=False),
+    dict(norm="rmsnorm", mlp="swiglu", positions="rope", n_kv_heads=2, tie_embeddings=False),
+]
+
+
+@pytest.mark.parametrize("options", CONFIGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "default")
+def test_a_fast_step_gives_the_readable_steps_logits_bit_for_bit(options):
+    model = tiny_model(max_len=24, **options).eval()
+    seq = random_ids(3, 20)
+    plain, fast = KVCache.for_model(model, 3), KVCache.for_model(model, 3)
+    with torch.inference_mode():
+        model(seq[:, :5], plain)
+        model(seq[:, :5], fast)
+        decoder = FastDecoder(model, fast)
+        for t in range(5, 20):
+            want = model(seq[:, t:t + 1], plain)[:, -1]
+            got = decoder.step(seq[:, t])
+            assert torch.equal(got, want), f"position {t}: logits differ"
+    assert fast.length == plain.length == 20
+    assert torch.equal(fast.keys, plain.keys) and torch.equal(fast.values, plain.values)
+
+
+@pytest.mark.parametrize("options", CONFIGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "default")
+@pytest.mark.parametrize("temperature, top_k", [(0, None), (1.0, None), (0.8, 5)])
+def test_fast_generation_gives_the_same_tokens(options, temperature, top_k):
+    model = tiny_model(max_len=24, **options)
+    for seed in range(4):
+        B, T = 1 + seed % 3, 1 + (7 * seed) % 24
+        prompt = random_ids(B, T, seed=seed)
+        n_new = 24 - T + 6 * (seed % 2)  # up to max_len, and past it on odd seeds
+        runs = [generate(model, prompt, n_new, temperature, top_k, fast=fast,
+                         generator=torch.Generator().manual_seed(seed)) for fast in (False, True)]
+        assert runs[1].dtype == runs[0].dtype and runs[1].shape == runs[0].shape
+        assert torch.equal(runs[0], runs[1]), f"seed {seed}: fast and readable tokens differ"
+
+
+def test_fast_generation_on_the_trained_checkpoint_gives_the_same_tokens():
+    model = load_model(ROOT / "data" / "tinylm.pt")
+    prompt = torch.tensor([list(b"ROMEO:\n"), list(b"To be, ")])
+    for temperature in (0, 0.8):
+        a, b = (generate(model, prompt, 150, temperature=temperature, fast=fast,
+                         generator=torch.Generator().manual_seed(3)) for fast in (False, True))
+        assert torch.equal(a, b)
+
+
+def test_fast_generation_leaves_the_model_as_it_found_it():
+    model = tiny_model().train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    out = generate(model, random_ids(2, 4).int(), 0, fast=True)
+    assert out.dtype == torch.int32  # n_new = 0 returns the prompt itself, as the plain path does
+    generate(model, random_ids(2, 4).int(), 5, fast=True)
+    assert model.training
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize("kwargs, options, error, message", [
+    (dict(fast=True, use_cache=False), {}, ValueError, "use_cache=False"),
+    (dict(fast="yes"), {}, TypeError, "fast must be True or False"),
+    (dict(fast=True), dict(causal=False), ValueError, "causal=False"),
+    (dict(fast=True), dict(residual=False), ValueError, "residual=False"),
+])
+def test_bad_fast_options_are_refused(kwargs, options, error, message):
+    model = tiny_model(**options)
+    with pytest.raises(error, match=message):
+        generate(model, random_ids(1, 3), 2, **kwargs)
+
+
+# --- training ----------------------------------------------------------------------------
+
+TEXT = ("to be, or not to be, that is the question: whether 'tis nobler in the mind "
+        "to suffer the slings and arrows of outrageous fortune. ") * 20
+
+
+def _run(steps=12, **options):
+    train_ids, val_ids = train_val_split(encode(TEXT))
+    model = tiny_model()
+    cfg = TrainConfig(steps=steps, batch_size=4, block_size=16, lr=3e-3, warmup_steps=2,
+                      eval_every=steps, eval_batches=2, **options)
+    return model, train(model, train_ids, val_ids, cfg, progress=False)
+
+
+@pytest.mark.parametrize("adamw", ["foreach", "fused"])
+def test_foreach_and_fused_adamw_match_the_plain_run_in_float32(adamw):
+    plain_model, plain = _run()
+    fast_model, fast = _run(adamw=adamw, autocast="off")
+    assert fast.losses == pytest.approx(plain.losses, rel=1e-5, abs=1e-5)
+    for (name, a), b in zip(plain_model.named_parameters(), fast_model.parameters()):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), f"{name} differs"
+
+
+def test_autocast_off_is_the_default_run_on_a_cpu():
+    assert _run(steps=5, autocast="off")[1].losses == _run(steps=5)[1].losses
+
+
+def test_bf16_autocast_runs_on_the_cpu_and_learns():
+    model, history = _run(steps=30, autocast="bf16", adamw="foreach")
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # the weights stay float32
+    assert history.val_losses[-1] < history.val_losses[0] - 1.0
+    plain = _run(steps=30)[1]
+    assert abs(history.val_losses[-1] - plain.val_losses[-1]) < 0.3  # close, not equal: bf16 rounds
+
+
+def test_the_speed_options_show_in_repr_only_when_set():
+    assert "autocast" not in repr(TrainConfig()) and "adamw" not in repr(TrainConfig())
+    assert "autocast='bf16'" in repr(TrainConfig(autocast="bf16"))
+    assert "adamw='fused'" in repr(TrainConfig(adamw="fused"))
+
+
+@pytest.mark.parametrize("field, value", [("autocast", "fp16"), ("autocast", True),
+                                          ("adamw", "fast"), ("adamw", None)])
+def test_bad_speed_options_are_refused_by_name(field, value):
+    with pytest.raises(ValueError, match=f"TrainConfig.{field} must be one of"):
+        TrainConfig(**{field: value})
+
+
+def test_the_time_to_quality_bench_runs_in_quick_mode(capsys):
+    import json
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import time_to_quality
+    assert time_to_quality.main(["--quick"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["median"]) == {"recipe", "fast", "fast_rope"}
+    assert out["against_the_recipe"]["fast"]["time_ratio"] > 0
+    assert out["fast"]["autocast"] == "bf16" and out["recipe"]["autocast"] == "auto"
+
+
+def test_the_train_command_takes_the_speed_options(tmp_path, capsys):
+    from course_lib.checkpoint import load_checkpoint
+    from course_lib.train import main
+    data = tmp_path / "text.txt"
+    data.write_text(TEXT)
+    args = ["--data", str(data), "--preset", "tiny", "--steps", "3", "--out", str(tmp_path),
+            "--no-progress", "--autocast", "bf16", "--adamw", "foreach"]
+    assert main(args) == 0
+    saved = load_checkpoint(tmp_path / "tinylm.pt")["train_config"]
+    assert saved["autocast"] == "bf16" and saved["adamw"] == "foreach"
+    with pytest.raises(SystemExit):
+        main(args[:-1] + ["fastest"])
+    assert "invalid choice: 'fastest'" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_the_gpu_bench_says_when_there_is_no_gpu(capsys):
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import time_to_quality
+    assert time_to_quality.main(["--gpu", "--quick"]) == 2
+    assert "--gpu needs a CUDA GPU" in capsys.readouterr().err
