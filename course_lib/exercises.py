@@ -12,6 +12,7 @@ import ast
 import copy
 import re
 import sys
+import threading
 from pathlib import Path
 
 import nbformat
@@ -20,13 +21,25 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Python 3.11's AST constructor is not safe in threads: the grader, parsing cells of two
+# notebooks at once (--jobs), got "SystemError: AST constructor recursion depth mismatch"
+# (CPython gh-106905). So every parse here goes through one lock.
+_AST_LOCK = threading.Lock()
+
+
+def parse_python(source):
+    """ast.parse, one thread at a time."""
+    with _AST_LOCK:
+        return ast.parse(source)
+
+
 def tags(cell):
     return cell.get("metadata", {}).get("tags", [])
 
 
 def exercise_name(source):
     """The name of the function an exercise cell defines."""
-    for node in ast.parse(source).body:
+    for node in parse_python(source).body:
         if isinstance(node, ast.FunctionDef):
             return node.name
     raise ValueError("an exercise cell must define a function; this one defines none:\n" + source)
@@ -88,7 +101,7 @@ def blank(nb):
 def _uses(source, names):
     """Whether code refers to (or defines) a function of one of these names."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError:  # IPython magics: judge by the text
         return any(re.search(rf"(?<![\w.]){name}\b", source) for name in names)
     return any((isinstance(node, ast.Name) and node.id in names) or

@@ -54,7 +54,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_lib.exercises import ROOT, exercises, tags
+from course_lib.exercises import ROOT, exercises, parse_python, tags
 
 LESSONS = ROOT / "notebooks"
 STATUSES = ("passed", "failed", "not run", "missing")
@@ -99,7 +99,7 @@ def _stamp(path):
 @functools.lru_cache(maxsize=256)
 def _checkers_in(stamp):
     """The check_<name> functions a checks module defines (cached while the file is unchanged)."""
-    tree = ast.parse(Path(stamp[0]).read_text(encoding="utf-8"))
+    tree = parse_python(Path(stamp[0]).read_text(encoding="utf-8"))
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 
@@ -154,7 +154,7 @@ def _assigned_names(tree):
 def _names_bound(source):
     """The names a cell binds at its top level, or None when it does not parse."""
     try:
-        return frozenset(_assigned_names(ast.parse(source)))
+        return frozenset(_assigned_names(parse_python(source)))
     except SyntaxError:
         return None
 

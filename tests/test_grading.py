@@ -572,3 +572,28 @@ def test_defines_finds_helpers_copies_imports_and_broken_cells():
     assert grading.defines("from mine import f", "f")
     assert grading.defines("def f(x):\n    return x[", "f")  # a SyntaxError: by its text
     assert not grading.defines("y = f(2)", "f")
+
+
+def test_cells_are_parsed_one_thread_at_a_time(monkeypatch):
+    """Python 3.11's ast.parse is not thread-safe (CPython gh-106905): under load, two notebooks
+    graded at once once gave 'SystemError: AST constructor recursion depth mismatch'."""
+    from course_lib import exercises as ex
+
+    held = []
+
+    class Watched:
+        def __enter__(self):
+            held.append(True)
+
+        def __exit__(self, *exc):
+            held.pop()
+
+    parsed_while_held = []
+    real_parse = ex.ast.parse
+    monkeypatch.setattr(ex, "_AST_LOCK", Watched())
+    monkeypatch.setattr(ex.ast, "parse", lambda source: (parsed_while_held.append(bool(held)),
+                                                          real_parse(source))[1])
+    grading._names_bound.cache_clear()
+    assert grading._names_bound("def f(x):\n    return x") == {"f"}
+    assert ex.exercise_name("def g():\n    pass") == "g"
+    assert parsed_while_held == [True, True]
