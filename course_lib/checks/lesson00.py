@@ -143,6 +143,11 @@ def _scalar(c, got, logits, case):
         if not got.is_floating_point():
             c.fail("the loss is an integer", case=case, got=str(got.dtype),
                    hint="the loss is a mean of logarithms, a float: keep the logits' dtype")
+        if got.dtype != logits.dtype:
+            c.fail("the loss has another dtype than the logits", case=case,
+                   expected=str(logits.dtype), got=str(got.dtype),
+                   hint="compute in the logits' dtype: drop the .double() or .to(...) "
+                        "conversion (a Python float from .item() passes too)")
         return float(got.detach().double())
     if isinstance(got, (float, np.floating)):
         return float(got)
