@@ -32,6 +32,16 @@ def use_cpu_threads():
         torch.set_num_threads(n)
 
 
+def cpu_has_bf16():
+    """Whether this CPU multiplies bfloat16 numbers natively (the AVX512-BF16 instructions).
+
+    There, training with TrainConfig(autocast="bf16") is faster than float32 (lesson 06;
+    bench/time_to_quality.py measures it); elsewhere torch emulates bf16, and it is slower.
+    """
+    probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)  # torch's own CPU probe
+    return bool(probe()) if probe is not None else False
+
+
 def pick_device(verbose=True):
     """The best available device: CUDA, then Apple's MPS, then the CPU.
 

@@ -1,4 +1,4 @@
-"""The CPU thread policy every lesson gets from pick_device."""
+"""The CPU thread policy every lesson gets from pick_device, and the CPU bf16 probe."""
 import pytest
 import torch
 
@@ -46,3 +46,12 @@ def test_pick_device_sets_the_threads(clean_env, capsys):
     pick_device(verbose=False)
     assert torch.get_num_threads() == 1
     assert capsys.readouterr().out == ""
+
+
+def test_cpu_has_bf16_follows_torchs_probe(monkeypatch):
+    from course_lib.device import cpu_has_bf16
+    for answer in (True, False):
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: answer)
+        assert cpu_has_bf16() is answer
+    monkeypatch.delattr(torch.cpu, "_is_avx512_bf16_supported")
+    assert cpu_has_bf16() is False  # a torch without the probe: assume emulated bf16
