@@ -1,6 +1,7 @@
 """Training throughput and model FLOP utilisation (MFU) of TinyLM on this machine.
 
-    OMP_NUM_THREADS=1 python bench/train_throughput.py          # prints one JSON object
+    OMP_NUM_THREADS=1 python bench/train_throughput.py            # prints one JSON object
+    OMP_NUM_THREADS=1 python bench/train_throughput.py --cpu-bf16 # attention under CPU bf16
 
 For two configurations (the "cpu" preset, and a nanoGPT-sized one: 4 layers, 4 heads,
 width 128, block 64, batch 12) it times full training steps (forward, backward, gradient
@@ -20,18 +21,30 @@ the formula counts it all, as is customary.)
 Achieved FLOP/s = tokens/s x FLOPs per token. The peak is measured in the same run: the
 best of several timed float32 n x n matmuls (2 n^3 FLOPs each); on CUDA a bfloat16 peak
 is measured too and MFU uses the precision training ran in. MFU = achieved / peak.
+
+--cpu-bf16 times instead where attention runs under bf16 autocast on a CPU, for the fast
+settings of bench/time_to_quality.py (the nanoGPT-sized model, batch 24, foreach AdamW):
+float32; bf16 with attention itself in float32 through torch's fused kernel (what
+course_lib does); and bf16 with attention in bf16, through torch's plain (math) kernel
+and through the fused one. Each is the median of 20 timed steps after 5 warm-up steps.
 """
+import contextlib
 import json
 import os
+import statistics
 import platform
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from course_lib import attention  # noqa: E402
 from course_lib.data import encode, get_batch, load_corpus, split_inputs_targets  # noqa: E402
 from course_lib.device import pick_device  # noqa: E402
 from course_lib.model import ModelConfig, TinyLM  # noqa: E402
@@ -65,7 +78,7 @@ def flops_per_token(model_cfg, block_size):
     return 6 * n + 12 * L * T * C, n
 
 
-def tokens_per_second(model_cfg, cfg, ids, device, warmup=3, steps=10):
+def tokens_per_second(model_cfg, cfg, ids, device, warmup=3, steps=10, median=False):
     torch.manual_seed(0)
     model = TinyLM(model_cfg).to(device)
     opt = configure_optimizer(model, cfg)
@@ -73,7 +86,7 @@ def tokens_per_second(model_cfg, cfg, ids, device, warmup=3, steps=10):
 
     def step():
         inputs, targets = split_inputs_targets(get_batch(ids, cfg.batch_size, cfg.block_size, gen).to(device))
-        with _autocast(device):
+        with _autocast(device, cfg.autocast):
             logits = model(inputs)
         loss = next_token_loss(logits.float(), targets)
         opt.zero_grad(set_to_none=True)
@@ -85,6 +98,14 @@ def tokens_per_second(model_cfg, cfg, ids, device, warmup=3, steps=10):
     for _ in range(warmup):
         step()
     sync(device)
+    if median:  # the median step, each one synced: steadier on a shared machine
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            step().item()
+            sync(device)
+            times.append(time.perf_counter() - t0)
+        return cfg.batch_size * cfg.block_size / statistics.median(times)
     t0 = time.perf_counter()
     for _ in range(steps):
         loss = step()
@@ -93,9 +114,60 @@ def tokens_per_second(model_cfg, cfg, ids, device, warmup=3, steps=10):
     return steps * cfg.batch_size * cfg.block_size / (time.perf_counter() - t0)
 
 
-def main():
+def _bf16_attention(backend):
+    """course_lib's attention with q, k, v left in bf16, through torch's `backend` kernel."""
+    def fused(q, k, v, causal):
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return fused
+
+
+def cpu_bf16_attention(ids):
+    """Tokens per second of the fast CPU settings with attention in float32 or in bf16."""
+    model_cfg = ModelConfig(vocab_size=256, max_len=64, d_model=128, n_heads=4, n_layers=4)
+    cfg = TrainConfig(batch_size=24, block_size=64, adamw="foreach")
+    cpu = torch.device("cpu")
+    variants = {
+        "float32": (cfg, None),
+        "bf16, attention in float32 (fused kernel)": (replace(cfg, autocast="bf16"), None),
+        "bf16, attention in bf16 (math kernel)": (replace(cfg, autocast="bf16"),
+                                                  _bf16_attention(SDPBackend.MATH)),
+        "bf16, attention in bf16 (fused kernel)": (replace(cfg, autocast="bf16"),
+                                                   _bf16_attention(SDPBackend.FLASH_ATTENTION)),
+    }
+    results = {}
+    for name, (c, kernel) in variants.items():
+        with _patched(attention, "_fused_attention", kernel):
+            results[name] = round(tokens_per_second(model_cfg, c, ids, cpu, warmup=5, steps=20,
+                                                    median=True))
+    return results
+
+
+@contextlib.contextmanager
+def _patched(module, name, value):
+    if value is None:
+        yield
+        return
+    saved = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, saved)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv not in ([], ["--cpu-bf16"]):
+        print(f"usage: train_throughput.py [--cpu-bf16]; got {' '.join(argv)}", file=sys.stderr)
+        return 2
     device = pick_device(verbose=False)
     ids = encode(load_corpus()[:1_000_000])
+    if argv == ["--cpu-bf16"]:
+        print(json.dumps({"machine": f"{platform.machine()}, {os.cpu_count()} logical CPUs",
+                          "torch": torch.__version__, "threads": torch.get_num_threads(),
+                          "tokens_per_second": cpu_bf16_attention(ids)}, indent=2))
+        return 0
     on_cuda = device.type == "cuda"
     peak32 = peak_matmul_flops(device, torch.float32, 8192 if on_cuda else 2048)
     peaks = {"float32": peak32}
@@ -132,7 +204,8 @@ def main():
         "peak_matmul_flops": {k: round(v) for k, v in peaks.items()},
         "configs": results,
     }, indent=2))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

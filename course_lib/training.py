@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, field, fields
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm.auto import tqdm
 
 from course_lib import checkpoint as ckpt
@@ -254,25 +253,19 @@ def _unwrap(model):
 def _autocast(device, mode="auto"):
     """The precision context of a forward pass: bf16 autocast or float32 (see TrainConfig.autocast).
 
-    bf16 on a CPU also sends attention through torch's plain (math) kernel: the fused CPU
-    kernel's bf16 backward pass measured many times slower than float32 on this course's CPU.
+    bf16 on a CPU keeps attention itself in float32 (course_lib.attention._fused_attention):
+    torch's fused CPU attention runs its backward pass fast in float32, slowly in bf16.
     """
     if mode == "off":
         return contextlib.nullcontext()
     if device.type == "cuda" and (mode == "bf16" or torch.cuda.is_bf16_supported()):
         return torch.autocast("cuda", dtype=torch.bfloat16)
-    if mode == "bf16" and device.type == "cpu":
-        return _cpu_bf16()
+    if mode == "bf16" and device.type == "cpu":  # attention stays float32 (attention.py)
+        return torch.autocast("cpu", dtype=torch.bfloat16)
     if mode == "bf16":
         raise ValueError(f"TrainConfig.autocast='bf16' runs on a CPU or a CUDA GPU, not on "
                          f"{device.type}; use autocast='auto'")
     return contextlib.nullcontext()
-
-
-@contextlib.contextmanager
-def _cpu_bf16():
-    with torch.autocast("cpu", dtype=torch.bfloat16), sdpa_kernel(SDPBackend.MATH):
-        yield
 
 
 def _check_ids_for(ids, name, cfg, model):

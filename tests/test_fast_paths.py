@@ -121,6 +121,21 @@ def test_bf16_autocast_runs_on_the_cpu_and_learns():
     assert abs(history.val_losses[-1] - plain.val_losses[-1]) < 0.3  # close, not equal: bf16 rounds
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_under_cpu_bf16_autocast_attention_itself_runs_in_float32(causal):
+    from course_lib.attention import _fused_attention
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 9, 8, generator=gen, requires_grad=True) for _ in range(3))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        inputs = [x.to(torch.bfloat16) for x in (q, k, v)]  # what the bf16 projections give
+        got = _fused_attention(*inputs, causal)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *[x.float() for x in inputs], is_causal=causal).to(torch.bfloat16)
+    assert got.dtype == torch.bfloat16 and torch.equal(got, want)
+    got.float().sum().backward()
+    assert all(x.grad is not None and x.grad.abs().sum() > 0 for x in (q, k, v))
+
+
 def test_the_speed_options_show_in_repr_only_when_set():
     assert "autocast" not in repr(TrainConfig()) and "adamw" not in repr(TrainConfig())
     assert "autocast='bf16'" in repr(TrainConfig(autocast="bf16"))
@@ -141,9 +156,25 @@ def test_the_time_to_quality_bench_runs_in_quick_mode(capsys):
     import time_to_quality
     assert time_to_quality.main(["--quick"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out["median"]) == {"recipe", "fast", "fast_rope"}
-    assert out["against_the_recipe"]["fast"]["time_ratio"] > 0
+    assert set(out["median"]) == {"recipe", "fast"}
+    assert out["fast_against_the_recipe"]["time_ratio"] > 0
     assert out["fast"]["autocast"] == "bf16" and out["recipe"]["autocast"] == "auto"
+    assert out["measured_on"] == "the validation part"
+    assert time_to_quality.main(["--quick", "--dev"]) == 0
+    assert json.loads(capsys.readouterr().out)["measured_on"] == "the tuning split (--dev)"
+
+
+def test_the_lesson06_bench_scores_both_runs_samples(capsys):
+    import json
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import time_to_quality
+    assert time_to_quality.main(["--quick", "--lesson06"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["before"]["autocast"] == "auto" and out["after"]["adamw"] == "foreach"
+    for name in ("before", "after"):
+        (result,) = out["runs"][name]
+        assert 0 <= result["sample_words_in_corpus"] <= 1 and "model" not in result
 
 
 def test_the_train_command_takes_the_speed_options(tmp_path, capsys):
@@ -168,3 +199,18 @@ def test_the_gpu_bench_says_when_there_is_no_gpu(capsys):
     import time_to_quality
     assert time_to_quality.main(["--gpu", "--quick"]) == 2
     assert "--gpu needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_the_throughput_bench_refuses_unknown_options_and_restores_what_it_patches(capsys):
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import train_throughput
+    from course_lib import attention
+    assert train_throughput.main(["--fastest"]) == 2
+    assert "usage: train_throughput.py [--cpu-bf16]" in capsys.readouterr().err
+    original = attention._fused_attention
+    with pytest.raises(RuntimeError):
+        with train_throughput._patched(attention, "_fused_attention", lambda *a: None):
+            assert attention._fused_attention is not original
+            raise RuntimeError("a failed measurement")
+    assert attention._fused_attention is original
