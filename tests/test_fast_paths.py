@@ -175,6 +175,7 @@ def test_the_lesson06_bench_scores_both_runs_samples(capsys):
     for name in ("before", "after"):
         (result,) = out["runs"][name]
         assert 0 <= result["sample_words_in_corpus"] <= 1 and "model" not in result
+        assert 0 < result["sample_loss_under_judge"] < 20
 
 
 def test_the_train_command_takes_the_speed_options(tmp_path, capsys):
@@ -214,3 +215,25 @@ def test_the_throughput_bench_refuses_unknown_options_and_restores_what_it_patch
             assert attention._fused_attention is not original
             raise RuntimeError("a failed measurement")
     assert attention._fused_attention is original
+
+
+def test_the_lesson06_benchs_judge_scores_every_byte_after_the_prompt_once():
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import time_to_quality
+    judge = tiny_model(max_len=8).eval()
+    seq = random_ids(1, 30)[0]
+    want = []
+    with torch.no_grad():  # blocks of max_len / 2 = 4 positions, each after the 8 - 4 before it
+        for s in range(5, 30, 4):
+            e = min(s + 4, 30)
+            lo = max(0, e - 8)
+            for p in range(s, e):  # byte p after the bytes lo .. p - 1
+                want.append(-torch.log_softmax(judge(seq[lo:p][None])[0, -1], -1)[seq[p]])
+    assert len(want) == 25
+    got = time_to_quality.judged_loss(judge, seq, 5)
+    assert got == pytest.approx(torch.stack(want).mean().item(), rel=1e-5)
+    short = seq[:8]
+    with torch.no_grad():
+        whole = torch.nn.functional.cross_entropy(judge(short[None, :-1])[0], short[1:]).item()
+    assert time_to_quality.judged_loss(judge, short, 1) == pytest.approx(whole, rel=1e-5)
