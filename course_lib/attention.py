@@ -187,7 +187,7 @@ def _fused_attention(q, k, v, causal):
     """
     if q.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
         # bf16 autocast on a CPU: attention itself in float32, where torch's fused CPU
-        # kernel is fast (its bf16 backward is not; bench/time_to_quality.py measures it)
+        # kernel is fast (its bf16 backward is not; bench/train_throughput.py --cpu-bf16)
         with torch.autocast("cpu", enabled=False):
             return _fused_attention(q.float(), k.float(), v.float(), causal).to(q.dtype)
     T, S = q.shape[-2], k.shape[-2]

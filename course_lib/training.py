@@ -288,8 +288,8 @@ def train(model, train_ids, val_ids, cfg: TrainConfig, *, device=None, checkpoin
     AdamW (decay on 2-D weights), warm-up + cosine learning rate (lr_at), gradient clipping,
     batches drawn by a torch.Generator seeded with cfg.seed (+ rank under DDP), bf16 autocast
     on CUDA when supported (cfg.autocast="bf16" also on a CPU, "off" never; cfg.adamw picks
-    AdamW's kernels; bench/time_to_quality.py measures both). The validation loss on fixed windows of val_ids is measured at
-    step 0, every cfg.eval_every steps and at the end. With checkpoint_path the run is saved
+    AdamW's kernels; bench/time_to_quality.py measures both). The validation loss on fixed
+    windows of val_ids is measured at step 0, every cfg.eval_every steps and at the end. With checkpoint_path the run is saved
     atomically at every evaluation after step 0 and at the end; resume=True continues from
     that file (same batches, same numbers as a run that was never stopped).
 

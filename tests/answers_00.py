@@ -82,7 +82,7 @@ logp = logits - logits.exp().sum(dim=-1, keepdim=True).log()
 return -logp.gather(-1, targets[..., None]).mean()""",
           "changed its input logits in place"),
     Wrong("next_byte_loss", "computed and returned in float64",
-          _loss(logp="torch.log_softmax(logits.double(), dim=-1)"), "drop the .double()"),
+          _loss(logp="torch.log_softmax(logits.double(), dim=-1)"), "drop the conversion (.double()"),
 ]
 
 # Right answers written differently from the reference: each must pass its checker.

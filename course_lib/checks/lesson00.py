@@ -146,8 +146,8 @@ def _scalar(c, got, logits, case):
         if got.dtype != logits.dtype:
             c.fail("the loss has another dtype than the logits", case=case,
                    expected=str(logits.dtype), got=str(got.dtype),
-                   hint="compute in the logits' dtype: drop the .double() or .to(...) "
-                        "conversion (a Python float from .item() passes too)")
+                   hint="compute in the logits' dtype: drop the conversion (.double(), "
+                        ".half(), .to(...)); a Python float from .item() passes too")
         return float(got.detach().double())
     if isinstance(got, (float, np.floating)):
         return float(got)
