@@ -81,6 +81,9 @@ logits -= logits.max(dim=-1, keepdim=True).values
 logp = logits - logits.exp().sum(dim=-1, keepdim=True).log()
 return -logp.gather(-1, targets[..., None]).mean()""",
           "changed its input logits in place"),
+    Wrong("next_byte_loss", "one-hot mask times every log-probability", """\
+one_hot = torch.nn.functional.one_hot(targets, logits.shape[-1])
+return -(one_hot * torch.log_softmax(logits, dim=-1)).sum(-1).mean()""", "-inf * 0 is NaN"),
     Wrong("next_byte_loss", "computed and returned in float64",
           _loss(logp="torch.log_softmax(logits.double(), dim=-1)"), "drop the conversion (.double()"),
 ]
@@ -99,9 +102,9 @@ return torch.tensor(ids, dtype=torch.int64)"""),
 shifted = logits - logits.max(dim=-1, keepdim=True).values
 logp = shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
 return -logp.gather(-1, targets.unsqueeze(-1)).mean()"""),
-    ("next_byte_loss", "one-hot targets, returned as a float", """\
-one_hot = torch.nn.functional.one_hot(targets, logits.shape[-1])
-return -(one_hot * torch.log_softmax(logits, dim=-1)).sum(-1).mean().item()"""),
+    ("next_byte_loss", "picked by indexing, returned as a float", """\
+logp = torch.log_softmax(logits, dim=-1).reshape(-1, logits.shape[-1])
+return -logp[torch.arange(len(logp)), targets.reshape(-1)].mean().item()"""),
     ("next_byte_loss", "cross_entropy with the classes on axis 1", """\
 import torch.nn.functional as F
 if logits.dim() == 3:

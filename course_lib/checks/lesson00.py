@@ -109,6 +109,8 @@ def check_next_byte_loss(fn):
          "logits = [[0, 200, -50], [10, 0, 0]], targets = [0, 0]"),
         (torch.randn(2, 4, 6, generator=gen) * 3, torch.tensor([[1, 5, 0, 2], [4, 4, 3, 0]]),
          "a batch: random logits (2, 4, 6), targets (2, 4)"),
+        (torch.tensor([[0.0, -math.inf, 2.0], [1.0, 1.0, -math.inf]]), torch.tensor([2, 0]),
+         "logits = [[0, -inf, 2], [1, 1, -inf]] (bytes ruled out), targets = [2, 0]"),
     ]
     for logits, targets, case in cases:
         got = c.call(logits, targets, case=case,
@@ -116,10 +118,15 @@ def check_next_byte_loss(fn):
         want = _mean_nll(logits, targets)
         got = _scalar(c, got, logits, case)
         if not math.isfinite(got):
+            hint = ("p = e^-200 underflows to 0 in float32 and ln 0 = -inf: take "
+                    "torch.log_softmax(logits, dim=-1) (or F.cross_entropy), which computes "
+                    "ln p = x - logsumexp(x) without ever forming p")
+            if torch.isinf(logits).any():
+                hint = ("a ruled-out byte has ln p = -inf, and -inf * 0 is NaN: pick each "
+                        "position's own log-probability with gather (or index it) instead of "
+                        "multiplying every entry by a one-hot mask and summing")
             c.fail("the loss is inf or NaN", case=case, expected=round(want, 4), got=got,
-                   hint="p = e^-200 underflows to 0 in float32 and ln 0 = -inf: take "
-                        "torch.log_softmax(logits, dim=-1) (or F.cross_entropy), which computes "
-                        "ln p = x - logsumexp(x) without ever forming p")
+                   hint=hint)
         if not math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-4):
             c.fail("the loss is not right", case=case, expected=round(want, 4),
                    got=round(got, 4), hint=_loss_hint(got, want, logits, targets))
