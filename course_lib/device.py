@@ -1,5 +1,9 @@
-"""Pick the device the notebooks run on, and how many CPU threads torch uses."""
+"""Pick the device the notebooks run on, check that it computes what the CPU computes, and
+how many CPU threads torch uses."""
+import functools
+import math
 import os
+from dataclasses import dataclass
 
 import torch
 
@@ -42,12 +46,65 @@ def cpu_has_bf16():
     return bool(probe()) if probe is not None else False
 
 
+# How far a GPU's float32 logits may sit from the CPU's for the check's small TinyLM. Summing in
+# another order moves them by about 1e-6; the wrong results reported for PyTorch's MPS backend
+# (a kernel returning zeros, stale or garbled values) move them by far more than this.
+DEVICE_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class DeviceCheck:
+    """The largest difference between a small TinyLM's logits on `device` and on the CPU."""
+    device: str
+    max_diff: float
+    tolerance: float = DEVICE_TOLERANCE
+
+    @property
+    def agrees(self):
+        return math.isfinite(self.max_diff) and self.max_diff <= self.tolerance
+
+    def __str__(self):
+        verdict = "agrees with" if self.agrees else "DISAGREES with"
+        return (f"{self.device} {verdict} the CPU: largest logit difference {self.max_diff:.2e} "
+                f"(tolerance {self.tolerance:.0e}) on a small TinyLM forward")
+
+
+def tinylm_logits(device):
+    """Float32 logits (B=2, T=16, V=256) of a seeded 2-layer TinyLM run on `device`, on the CPU."""
+    from course_lib.model import ModelConfig, TinyLM  # model imports nothing from here; lazily all the same
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = TinyLM(ModelConfig(vocab_size=256, max_len=32, d_model=64, n_heads=4, n_layers=2))
+        idx = torch.randint(0, 256, (2, 16))
+    model.eval()
+    with torch.no_grad():
+        return model.to(device)(idx.to(device)).float().cpu()
+
+
+def check_device(device, logits_on=tinylm_logits):
+    """Run the same small TinyLM forward on `device` and on the CPU, and compare the logits."""
+    device = torch.device(device)
+    on_cpu, there = logits_on(torch.device("cpu")), logits_on(device)
+    if there.shape != on_cpu.shape:
+        return DeviceCheck(str(device), math.inf)
+    diff = (on_cpu - there).abs().max().item()
+    return DeviceCheck(str(device), diff if math.isfinite(diff) else math.inf)
+
+
+@functools.lru_cache(maxsize=None)
+def _checked(name):
+    return check_device(torch.device(name))
+
+
 def pick_device(verbose=True):
-    """The best available device: CUDA, then Apple's MPS, then the CPU.
+    """The best available device that computes what the CPU does: CUDA, then Apple's MPS, then the CPU.
 
     Set the environment variable COURSE_DEVICE (e.g. COURSE_DEVICE=cpu) to choose by hand.
-    It also sets the number of CPU threads torch uses (use_cpu_threads: one unless COURSE_THREADS
-    or OMP_NUM_THREADS says otherwise), so every lesson that picks a device gets it.
+    A GPU, found or chosen, is used only after check_device: a small TinyLM forward there must
+    give the CPU's logits to DEVICE_TOLERANCE; otherwise this says so, names the PyTorch version,
+    and returns the CPU. It also sets the number of CPU threads torch uses (use_cpu_threads:
+    one unless COURSE_THREADS or OMP_NUM_THREADS says otherwise), so every lesson that picks a
+    device gets it.
     """
     use_cpu_threads()
     chosen = os.environ.get("COURSE_DEVICE")
@@ -63,6 +120,15 @@ def pick_device(verbose=True):
     else:
         device = torch.device("cpu")
         reason = "no CUDA or MPS GPU found"
+    if device.type != "cpu":
+        check = _checked(str(device))
+        if not check.agrees:
+            # Said whether or not verbose: wrong numbers on a GPU must never pass silently.
+            print(f"{check}, under PyTorch {torch.__version__}; using the CPU instead "
+                  f"(a newer PyTorch may mend it)")
+            device, reason = torch.device("cpu"), f"{device.type} failed the check against the CPU"
+        else:
+            reason += f"; agrees with the CPU to {check.max_diff:.1e}"
     if verbose:
         print(f"Using device {device.type} ({reason})")
     return device
