@@ -28,7 +28,7 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 lab: setup
 	$(PYTHON) -m jupyterlab $(ALLOW_ROOT) --ServerApp.root_dir=. \
-		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
+		--LabApp.default_url=/lab/tree/exercises/00_start_here.ipynb
 
 test: setup
 	$(PYTEST) tests notebooks

@@ -18,3 +18,10 @@ def test_nbval_cells_wait_patiently_for_output():
     root_conftest.pytest_collection_modifyitems([cell, other])
     assert cell.output_timeout == root_conftest.NBVAL_OUTPUT_TIMEOUT >= 60
     assert not hasattr(other, "output_timeout")
+
+
+def test_make_lab_opens_the_learners_working_copy():
+    """A learner lands in exercises/, where the exercises are blank, not on the solved lesson."""
+    lab = (ROOT / "Makefile").read_text().split("\nlab:", 1)[1].split("\n\n", 1)[0]
+    url = lab.split("--LabApp.default_url=/lab/tree/", 1)[1].split()[0]
+    assert url == "exercises/00_start_here.ipynb" and (ROOT / url).is_file()

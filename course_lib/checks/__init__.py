@@ -1,4 +1,4 @@
-"""Checkers for the exercises, one per exercise, grouped by lesson.
+"""Checkers for the exercises, one per exercise, grouped by lesson, and help on request.
 
 `check_<name>(<name>)` tries the learner's function on small cases, coarse to subtle,
 and raises AssertionError with feedback a learner can act on, or prints one line.
@@ -19,6 +19,7 @@ from course_lib.checks.lesson07 import (check_cached_attention_step, check_greed
 from course_lib.checks.lesson08 import check_grouped_query_attention, check_rms_norm, check_swiglu
 from course_lib.checks.lesson09 import check_params_from_config, check_tiled_attention
 from course_lib.checks.lesson10 import check_gpt2_to_tinylm
+from course_lib.checks.hints import hint, solution
 
 __all__ = [
     "check_text_to_ids", "check_next_token_targets", "check_next_byte_loss",
@@ -32,4 +33,5 @@ __all__ = [
     "check_rms_norm", "check_swiglu", "check_grouped_query_attention",
     "check_params_from_config", "check_tiled_attention",
     "check_gpt2_to_tinylm",
+    "hint", "solution",
 ]

@@ -192,3 +192,39 @@ def _loss_hint(got, want, logits, targets):
         if math.isclose(got, value, rel_tol=1e-4, abs_tol=1e-4):
             return hint
     return "loss = mean over positions t of -ln softmax(logits[t])[targets[t]]"
+
+
+# Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
+# the code. None of them holds a line of the answer.
+HINTS = {
+    "text_to_ids": (
+        "A byte tokenizer has nothing to learn: the token ids are the numbers of the text's UTF-8 "
+        "bytes, one id per byte. Get the bytes first, then turn that sequence of integers into "
+        "a tensor.",
+        "Count bytes, not characters: 'é' is one character but two UTF-8 bytes, so `ord(ch)` for "
+        "each character gives the wrong ids (and ids past 255) outside ASCII. And keep every byte, "
+        "spaces and newlines at the ends included: no `.strip()`.",
+        "The shape of the answer: bytes of the text -> a list of ints -> `torch.tensor(..., "
+        "dtype=torch.long)`. The empty text must give a tensor of shape (0,), still int64.",
+    ),
+    "next_token_targets": (
+        "Position t reads id t and must predict id t + 1. So the inputs are the window without "
+        "its last id, and the targets are the window without its first.",
+        "The usual slip is an off-by-one: targets equal to the inputs (the model learns to copy), "
+        "or both slices of length T + 1. Check on ids = [10, 11, 12] by hand: inputs [10, 11], "
+        "targets [11, 12].",
+        "Two slices along the last axis, one dropping the end and one dropping the start, returned "
+        "as a pair. No loop and no copy are needed.",
+    ),
+    "next_byte_loss": (
+        "The loss at one position is -ln p(target), with p the softmax of that position's logits. "
+        "Work in log-probabilities: a log of a softmax computed stably, then pick each position's "
+        "target entry, then average over every position (batch rows included).",
+        "Two common mistakes: `torch.log(torch.softmax(...))`, which gives -inf once a probability "
+        "underflows to 0 (logits 200 apart), and multiplying every log-probability by a one-hot "
+        "mask, which gives NaN where a logit is -inf (-inf times 0).",
+        "Pick with an index, not a mask: `gather` along the vocabulary axis with the targets "
+        "given a trailing axis of size 1 picks one log-probability per position. Return a 0-d "
+        "tensor in the logits' dtype: no `.double()` on the way.",
+    ),
+}

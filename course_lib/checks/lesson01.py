@@ -231,3 +231,36 @@ def check_attention_steps(fn):
         for s in stages:
             c.close(got[s], want[s], f"'{s}'", case, hint=hints[s], atol=1e-3)
     c.done()
+
+
+# Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
+# the code. None of them holds a line of the answer.
+HINTS = {
+    "attention_steps": (
+        "Follow the four steps of the worked example for one query: a dot product of q with each "
+        "key, a division by the square root of the key width, a softmax, and a weighted sum of "
+        "the values.",
+        "d_k is the width of these keys, `len(q)` or `keys.shape[1]`, not the 2 of the example: the "
+        "check also tries 3-dimensional keys. And the weights must sum to 1 over the keys.",
+        "`keys @ q` gives all S scores at once, shape (S,); the output is `weights @ values`, "
+        "shape (d_v,). Return the four arrays in a dict under the names the statement gives.",
+    ),
+    "softmax": (
+        "Softmax does not change when one constant is subtracted from all the inputs of a slice. "
+        "Subtract each slice's own maximum before exponentiating, so every exponent is at most 0.",
+        "Take the maximum along `axis` with `keepdims=True`, or the shapes will not line up for "
+        "the subtraction and the division; a single global maximum is not enough when slices "
+        "differ by thousands. A slice that holds -inf (a mask) must still work.",
+        "Keep the input's dtype: float16 in, float16 out. You may compute in float32 and convert "
+        "the result back with `.astype(x.dtype)`, but do not return float64 for float32 input.",
+    ),
+    "attention": (
+        "Every query at once: one matrix product of Q with the transposed keys gives a (T, S) score "
+        "matrix, scale it, add the mask if there is one, softmax each row, and multiply by V.",
+        "With leading batch axes, `k.T` reverses every axis; swap only the last two. Scale by the "
+        "square root of the key width (the last axis of q), and add the mask after scaling, "
+        "before the softmax.",
+        "Return a pair `(output, weights)`: output (..., T, d_v) and weights (..., T, S). The "
+        "course's stable softmax (`ref.softmax`) may be used here.",
+    ),
+}

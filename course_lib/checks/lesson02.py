@@ -216,3 +216,36 @@ def _leak_hint(got, want, layer, x, k):
                     "may read any later position")
     return ("run the layer on x and on a copy whose rows k onward are changed, then compare "
             "the outputs of positions 0..k-1 exactly")
+
+
+# Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
+# the code. None of them holds a line of the answer.
+HINTS = {
+    "causal_mask": (
+        "Entry (i, j) is 0 where key j is at or before query i, and -inf where j > i: the part "
+        "strictly above the diagonal.",
+        "Two usual mistakes: hiding the diagonal too (a token must see itself, or the first row is "
+        "all -inf and its softmax is NaN), and building a boolean mask or a 0/1 mask where the "
+        "lesson adds 0 / -inf to the scores.",
+        "Start from a (T, T) array filled with -inf and keep only its strictly upper triangle; "
+        "the result must be float, of shape (T, T) for any T.",
+    ),
+    "masked_attention": (
+        "This is lesson 01's attention with one more step: add your causal mask to the scaled "
+        "scores before the softmax. The number of positions T comes from the inputs.",
+        "Build the mask for this call's T (the second-to-last axis of q), not for a fixed length, "
+        "and add it after the division by the square root of the key width.",
+        "Return `(output, weights)` as lesson 01 does; the weights of row i must be exactly 0 for "
+        "every column j > i.",
+    ),
+    "future_leak": (
+        "Run the layer twice, on x and on a copy of x whose rows from k on are changed, and "
+        "compare the two outputs position by position for t < k.",
+        "Change every channel of the future rows, not one, since a leak may run through any of "
+        "them; compare exactly (`!=`), not with a tolerance, since a leak can be tiny; and never "
+        "edit x itself.",
+        "The answer for each position is one bool: did any number of its output row change? "
+        "Reduce over the channel axis, keep the first k positions, and return a NumPy bool "
+        "array of shape (k,).",
+    ),
+}

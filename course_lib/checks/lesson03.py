@@ -265,3 +265,36 @@ def check_multi_head_attention(fn):
                                 "@ w_proj.T")
         c.ok()
     c.done()
+
+
+# Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
+# the code. None of them holds a line of the answer.
+HINTS = {
+    "split_heads": (
+        "Head h at position t is a slice of that position's C channels: the h-th group of D. "
+        "So first cut the channel axis into (H, D), then move the head axis in front of T.",
+        "Reshaping straight to (B, H, T, D) does not split the channels: it mixes positions into "
+        "heads, and a causal mask then hides the wrong things. Cut the last axis first, then "
+        "transpose.",
+        "Two steps: a `view` to (B, T, H, D), then swap axes 1 and 2. Keep the result connected "
+        "to x (no `.detach()`, no NumPy), so gradients flow through it.",
+    ),
+    "merge_heads": (
+        "The inverse of split_heads: put T back in front of H, then join the (H, D) axes into one "
+        "of H * D channels.",
+        "Skipping the transpose and reshaping (B, H, T, D) straight to (B, T, H * D) scrambles "
+        "heads and positions. And after a transpose, `view` refuses; `reshape` copies where "
+        "it must.",
+        "Swap axes 1 and 2, then reshape to (B, T, H * D), with head h's channels at h*D to "
+        "(h+1)*D - 1.",
+    ),
+    "multi_head_attention": (
+        "Project x to q, k and v with the stacked weight, split each into heads, attend in every "
+        "head at once with the causal mask, merge the heads and project.",
+        "Scale by the head size D = C / H, not by C; build the mask with torch in x's dtype "
+        "(a NumPy mask makes the result float64); and keep q, k, v in the order they are stacked "
+        "in w_qkv.",
+        "Shapes to check along the way: x @ w_qkv.T is (B, T, 3C); each of q, k, v (B, H, T, D); "
+        "scores (B, H, T, T); the merged heads (B, T, C), then @ w_proj.T.",
+    ),
+}

@@ -304,3 +304,36 @@ def check_layer_norm(fn):
                 lambda x, w, b: _layer_norm(x, w, b, 1e-5),
                 "layer_norm(x, weight, bias) with x, weight and bias requiring gradients")
     c.done()
+
+
+# Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
+# the code. None of them holds a line of the answer.
+HINTS = {
+    "layer_norm": (
+        "Normalise each position's C features on its own: subtract their mean, divide by the "
+        "square root of their variance plus eps, then scale by weight and shift by bias.",
+        "The variance divides by C, not C - 1 (`var()` is unbiased unless told otherwise); reduce "
+        "over the last axis only, keeping it for broadcasting. Computing the variance as "
+        "mean(x^2) - mean(x)^2 loses every digit when the features sit far from 0.",
+        "For float16 or bfloat16 input, compute in float32 and convert the result back to x's "
+        "dtype; return a new tensor rather than editing x in place.",
+    ),
+    "block_forward": (
+        "A pre-norm block is two residual updates: attention reads a normalised copy of x and adds "
+        "its result to x, then the MLP reads a normalised copy of that new x and adds its result.",
+        "Common slips: the MLP reading the x from before attention, normalising the running sum "
+        "itself (post-norm), using norm1 for both sublayers, or forgetting to add x back.",
+        "Use the block's parts (norm1, attn, norm2, mlp), not the block itself: calling the "
+        "block is the course's answer, not yours.",
+    ),
+    "count_params": (
+        "Count every tensor of TinyLM(config): per block the attention's and the MLP's matrices "
+        "and biases and two LayerNorms; outside the blocks the token embedding, the position "
+        "table and the final LayerNorm.",
+        "Usual misses: the MLP's biases (4C and C), the LayerNorms' biases as well as their "
+        "weights, the final LayerNorm, and counting the head twice (it shares the token "
+        "embedding's matrix). The attention projections have no biases in TinyLM.",
+        "Print `[(n, p.shape) for n, p in TinyLM(small_config).named_parameters()]` for a small "
+        "config, write a term for each line, and return an int.",
+    ),
+}

@@ -299,3 +299,35 @@ def check_rope_scores(fn):
             c.fail("the scores are not right", case=case, expected=want, got=got, hint=hint)
         c.ok()
     c.done()
+
+
+# Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
+# the code. None of them holds a line of the answer.
+HINTS = {
+    "sinusoidal_positions": (
+        "Every entry is the sine or cosine of position times a frequency; pair i's frequency is "
+        "10000 to the power -2i/d_model. Compute all the angles at once by broadcasting a column "
+        "of positions against a row of frequencies.",
+        "The exponent uses 2i (0, 2, 4, ...) over d_model, not i over d_model; sines go in the "
+        "even columns and cosines in the odd ones, interleaved, not one half then the other.",
+        "Angles (T, d_model/2); an output of zeros (T, d_model) whose columns 0::2 and 1::2 you "
+        "fill; float32 throughout.",
+    ),
+    "apply_rope": (
+        "Rotate each pair of dimensions (2i, 2i+1) of row t by the angle positions[t] times pair "
+        "i's frequency, the same 2-D rotation for every pair with its own angle.",
+        "Use the positions you are given, not 0..T-1: in cached decoding rows start at later "
+        "positions. Pair neighbours (2i, 2i+1), not i with i + D/2, and rotate by +angle with "
+        "the sign of the formula.",
+        "a = x[..., 0::2] and b = x[..., 1::2], each (..., T, D/2); angles (T, D/2); stack the two "
+        "rotated halves on a new last axis and flatten it to interleave them back.",
+    ),
+    "rope_scores": (
+        "Each pair contributes (q_a k_a + q_b k_b) cos t + (q_b k_a - q_a k_b) sin t with "
+        "t = distance times the pair's frequency; the score sums the pairs.",
+        "Distances can be negative and the sign of the sine term matters; build the frequencies "
+        "in q's dtype, so float64 input keeps float64 precision.",
+        "Angles (N, D/2) from distances[:, None] times the frequencies; the pair terms are "
+        "(D/2,) vectors that broadcast against them; sum over the last axis to get (N,).",
+    ),
+}

@@ -567,3 +567,45 @@ def check_lr_schedule(fn):
                        expected=w, got=g, hint=hint)
         c.ok()
     c.done()
+
+
+# Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
+# the code. None of them holds a line of the answer.
+HINTS = {
+    "sample_batch": (
+        "Draw B random start positions with the generator, cut a window of T + 1 ids at each, and "
+        "split every window into inputs (all but the last) and targets (all but the first).",
+        "The highest start is len(ids) - T - 1, and torch.randint never returns its `high`: pick "
+        "high so that the last window can be drawn. Draw all B starts independently, with the "
+        "generator you are given (not the global one).",
+        "Indexing ids with starts[:, None] + an arange of T + 1 builds all the windows at once, "
+        "(B, T + 1); keep the ids' integer dtype.",
+    ),
+    "cross_entropy": (
+        "At each position the loss is logsumexp(z) - z_y; compute logsumexp stably by taking "
+        "the maximum out first, then average over every position.",
+        "`torch.log(torch.softmax(z))` and the forbidden built-ins are not allowed; exponentiate "
+        "z minus its maximum so nothing overflows, and keep the result a tensor in the logits' "
+        "dtype so backward() works.",
+        "The maximum along the vocabulary axis with keepdim, a log of the sum of exponentials, "
+        "`gather` to pick z_y (targets need a trailing axis of size 1), then one mean.",
+    ),
+    "train_step": (
+        "Five moves in order: cut the batch into inputs and targets, run the model, compute the "
+        "cross-entropy, then clear the old gradients, back-propagate and step.",
+        "Clearing the gradients must come before back-propagating, never between backward and "
+        "step: backward adds to each .grad rather than replacing it. And the targets are the "
+        "batch shifted by one against the inputs.",
+        "Flatten the logits to (B*T, V) and the targets to (B*T,) with reshape (view fails on the "
+        "sliced targets), and hand back the loss as a Python float, not a tensor.",
+    ),
+    "lr_schedule": (
+        "Two pieces: a straight line up during warm-up, then half a cosine from max_lr down to "
+        "the floor max_lr * min_lr_ratio, which stays after the last step.",
+        "Warm-up starts at max_lr / warmup_steps at step 0, not at 0; the cosine's progress runs "
+        "from step warmup_steps to step total_steps - 1 and is capped at 1; warmup_steps may be 0.",
+        "An `if` for the warm-up; after it, the floor, then the progress p with `min` for the cap, "
+        "then the statement's cosine formula with `math.cos` and `math.pi`, returning a Python "
+        "float.",
+    ),
+}

@@ -297,3 +297,33 @@ def check_kv_bytes_per_token(fn):
                    hint=hint)
         c.ok()
     c.done()
+
+
+# Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
+# the code. None of them holds a line of the answer.
+HINTS = {
+    "cached_attention_step": (
+        "Write the new key and value into the caches at row `length`, then attend the query over "
+        "rows 0 to length inclusive: the earlier positions and the new one.",
+        "Rows after `length` hold rubbish (even an earlier sequence's numbers): do not attend over "
+        "the whole cache. Forgetting to store the new row, or slicing one row short, drops the "
+        "newest token.",
+        "Keys (length + 1, D) @ q gives the scores; scale by the square root of D, softmax over "
+        "the keys, then weights @ values gives (D,). Return only that output.",
+    ),
+    "greedy_decode": (
+        "One cache, one prefill call with the whole prompt, then n_new times: the argmax of the "
+        "last position's logits, fed back alone as a (B, 1) tensor.",
+        "Feed only the new token after the prefill, not the whole sequence again (the cache "
+        "already holds it); take the argmax over the vocabulary axis with keepdim so it stays "
+        "(B, 1); do not call the course's generate.",
+        "Collect the prompt and each new token in a list and join them along the time axis at "
+        "the end: (B, T + n_new), int64.",
+    ),
+    "kv_bytes_per_token": (
+        "Every layer keeps one key and one value vector per KV head for each token: multiply the "
+        "layers, the KV heads, the head size, two (keys and values) and the bytes per value.",
+        "Use config.kv_heads (which is n_heads when there is no grouped-query attention), not "
+        "config.n_kv_heads, which is None then; and return an int.",
+    ),
+}

@@ -264,3 +264,33 @@ def check_grouped_query_attention(fn):
     q, k, v = (torch.randn(1, h, 4, 4, generator=gen) for h in (4, 2, 2))
     gradients_flow(c, fn, (q, k, v), ("q", "k", "v"), _gqa, "q, k and v requiring gradients")
     c.done()
+
+
+# Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
+# the code. None of them holds a line of the answer.
+HINTS = {
+    "rms_norm": (
+        "Divide each position's vector by the root of the mean of its squares (plus eps), then "
+        "scale by the weight. There is no mean to subtract and no bias.",
+        "The mean runs over the last axis only, kept for broadcasting; float16 input must be "
+        "computed in float32 (x squared overflows past 256) and converted back to x's dtype.",
+        "Torch operations only, no in-place edits of x, so gradients reach x and weight.",
+    ),
+    "swiglu": (
+        "Two projections of x, a gate and an up projection; the gate goes through SiLU and "
+        "multiplies the up projection element by element; one down projection brings the "
+        "result back to C.",
+        "The weights are in nn.Linear's (out, in) layout, so a projection is x @ w.T; SiLU is "
+        "z * sigmoid(z), not sigmoid(z) alone; and there are no biases.",
+        "Shapes: gate and up (..., F), their product (..., F), then @ w_down.T gives (..., C) "
+        "in x's dtype.",
+    ),
+    "grouped_query_attention": (
+        "Give every query head its key/value head: repeat each of the Hkv heads H / Hkv times "
+        "along the head axis, then it is ordinary causal attention.",
+        "The copies of one key/value head sit next to each other (head h reads h // (H / Hkv)): "
+        "repeat each head in place, not the whole set of heads (that would give h % Hkv).",
+        "Scores (B, H, T, T) scaled by 1/sqrt(D), the causal mask, softmax over the keys, then "
+        "@ v; return (B, H, T, D) in q's dtype without changing the inputs.",
+    ),
+}

@@ -234,3 +234,26 @@ def check_tiled_attention(fn):
                "(dtype=q.dtype) so the result stays in the inputs' precision")
     c.ok()
     c.done()
+
+
+# Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
+# the code. None of them holds a line of the answer.
+HINTS = {
+    "params_from_config": (
+        "Add up every weight of one layer (four attention projections, three SwiGLU matrices, two "
+        "RMSNorm gains), times the layers, then the embedding, the final norm and the head.",
+        "With grouped-query attention the k and v projections are C by (KV heads x head size), "
+        "not C by C; the head is a separate matrix only when tie_word_embeddings is false.",
+        "Read the fields from the dict, compute the head size as C / attention heads, and return "
+        "an int.",
+    ),
+    "tiled_attention": (
+        "Process the keys one block at a time, keeping per query a running maximum m, a running "
+        "normaliser l and an unnormalised output acc; rescale l and acc whenever m grows.",
+        "Start m at -inf (not 0 or a finite number: rows whose scores are all very negative then "
+        "give NaN or zeros); multiply both l and acc by exp(m_old - m_new); apply the causal "
+        "mask inside each block; divide acc by l only at the end.",
+        "Loop over query blocks, and inside over key blocks up to the diagonal; never build the "
+        "(T, T) score matrix or a block of all keys at once.",
+    ),
+}

@@ -142,3 +142,18 @@ def check_gpt2_to_tinylm(fn):
         for name, want in expected.items():
             _check_value(c, name, got[name], want, hf, case)
     c.done()
+
+
+# Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
+# the code. None of them holds a line of the answer.
+HINTS = {
+    "gpt2_to_tinylm": (
+        "Rename every GPT-2 tensor to TinyLM's name, following the table; most are copied as "
+        "they are.",
+        "GPT-2 stores its linear layers as Conv1D, (in, out): the attention and MLP weight "
+        "matrices must be transposed to nn.Linear's (out, in); LayerNorm weights and all biases "
+        "are not. The head shares the token embedding.",
+        "A dict for the embeddings and the final norm, then a loop over the layers and over the "
+        "six sub-layer names, transposing the weights that are matrices.",
+    ),
+}

@@ -1,0 +1,87 @@
+"""Help on request for every exercise: `hint(name)`, one hint at a time, and `solution(name)`.
+
+Each lesson's checks module (course_lib/checks/lessonNN.py) holds a HINTS dict beside its
+checkers: for each exercise, two or three hints, the first about the idea, the second about
+the usual mistake, a third (where it helps) about the shape of the code. None holds a line of
+the answer. `solution(name)` shows the reference answer from the lesson in notebooks/; the
+check still runs on the learner's own function either way.
+"""
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import nbformat
+
+import course_lib.checks as _checks
+from course_lib.exercises import BEGIN, END, ROOT, exercises
+
+_shown = {}            # exercise -> the highest hint shown in this kernel
+_solutions_shown = set()
+
+
+def all_hints():
+    """{exercise: (hint, ...)} gathered from every lessonNN module's HINTS, in lesson order."""
+    found = {}
+    for info in sorted(pkgutil.iter_modules(_checks.__path__), key=lambda m: m.name):
+        if re.fullmatch(r"lesson\d\d", info.name):
+            module = importlib.import_module(f"course_lib.checks.{info.name}")
+            found.update(getattr(module, "HINTS", {}))
+    return found
+
+
+def _known(name, names):
+    if not isinstance(name, str) or name not in names:
+        listed = ", ".join(sorted(names))
+        raise ValueError(f"no exercise is called {name!r}; the exercises are: {listed}. "
+                         f"Give its name as a string, e.g. hint(\"softmax\")")
+
+
+def hint(name, k=None):
+    """Show hint k of exercise `name`; without k, the next one not yet shown (then the last again)."""
+    hints = all_hints()
+    _known(name, hints)
+    n = len(hints[name])
+    if k is None:
+        k = min(_shown.get(name, 0) + 1, n)
+    elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
+        raise ValueError(f"'{name}' has hints 1 to {n}; got k={k!r}")
+    _shown[name] = max(_shown.get(name, 0), k)
+    more = (f"hint(\"{name}\") again shows hint {k + 1}" if k < n else
+            f"that was the last; solution(\"{name}\") shows the reference answer")
+    print(f"Hint {k} of {n} for '{name}': {hints[name][k - 1]}\n({more})")
+
+
+def solution_source(name, lessons=ROOT / "notebooks"):
+    """The reference answer of exercise `name`: its cell in the lesson, the markers taken out."""
+    lessons = Path(lessons)
+    paths = sorted(lessons.glob("[0-9][0-9]_*.ipynb"))
+    if not paths:
+        raise ValueError(f"the reference solutions live in the course's notebooks/ folder, which "
+                         f"is not at {lessons}; open the course from its own folder")
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        for exercise, i, _ in exercises(nb):
+            if exercise == name:
+                lines = nb.cells[i].source.splitlines()
+                kept = [line for line in lines if line.strip() not in (BEGIN, END)]
+                return path.name, "\n".join(kept)
+    _known(name, all_hints())
+    raise ValueError(f"exercise {name!r} has hints but no cell in {lessons}")
+
+
+def solution(name):
+    """Show the reference answer of exercise `name`, as code; the check still runs on yours."""
+    lesson, source = solution_source(name)
+    _solutions_shown.add(name)
+    print(f"The reference answer to '{name}', from notebooks/{lesson}. The check still runs on "
+          f"the function you write: type it into the exercise cell, run it, then run the check.")
+    try:
+        from IPython import get_ipython
+        from IPython.display import Code, display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        display(Code(source, language="python"))
+    else:
+        print(source)
