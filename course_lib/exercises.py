@@ -83,30 +83,106 @@ def exercises(nb):
 def blank(nb):
     """A copy of a lesson with every solution stubbed.
 
-    Outputs are removed from the exercise and check cells and from every cell that
-    uses an exercise's function, since they would show the answer.
+    Outputs are removed from the exercise and check cells and from every cell that depends on
+    an exercise's function, since they would show the answer, or show a result that the stub
+    cannot give: a cell that uses the function, or a name that such a cell assigned (until
+    code that does not depend on them assigns that name again).
     """
     nb = copy.deepcopy(nb)
     found = exercises(nb)
     names = {name for name, _, _ in found}
     for name, i, _ in found:
         nb.cells[i].source = replace_solution(nb.cells[i].source, stub(name))
+    tainted = set(names)
     for cell in nb.cells:
-        if cell.cell_type == "code" and _uses(cell.source, names):
+        if cell.cell_type != "code":
+            continue
+        statements = _statements(cell.source, tainted)
+        answer = depends = "exercise" in tags(cell)
+        for loaded, bound in statements:
+            if answer or loaded & tainted:
+                depends = True
+                tainted |= bound
+            else:
+                tainted -= bound
+        if depends:
             cell.outputs = []
             cell.execution_count = None
     return nb
 
 
-def _uses(source, names):
-    """Whether code refers to (or defines) a function of one of these names."""
+def _statements(source, known):
+    """(names read, names bound at the top level) for each top-level statement of a cell.
+
+    For IPython magics, which do not parse, the whole cell reads the known names it mentions.
+    """
     try:
         tree = parse_python(source)
-    except SyntaxError:  # IPython magics: judge by the text
-        return any(re.search(rf"(?<![\w.]){name}\b", source) for name in names)
-    return any((isinstance(node, ast.Name) and node.id in names) or
-               (isinstance(node, ast.FunctionDef) and node.name in names)
-               for node in ast.walk(tree))
+    except SyntaxError:
+        return [({name for name in known if re.search(rf"(?<![\w.]){name}\b", source)}, set())]
+    found = []
+    for statement in tree.body:
+        bound = _bound([statement])
+        loaded = _loaded(statement)
+        if isinstance(statement, _COMPOUND):   # `for _, w in ...: print(w)` reads its own w
+            loaded -= bound
+        found.append((loaded, bound))
+    return found
+
+
+_COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.If, ast.Try)
+
+
+def _loaded(node, local=frozenset()):
+    """Names a statement reads from the cell's namespace: a function's own names are not."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        a = node.args
+        outside = [*a.defaults, *[d for d in a.kw_defaults if d is not None],
+                   *getattr(node, "decorator_list", [])]
+        body = node.body if isinstance(node.body, list) else [node.body]
+        params = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p}
+        return _loaded_all(outside, local) | _loaded_all(body, local | params | _stored(body))
+    if isinstance(node, ast.ClassDef):
+        return (_loaded_all([*node.bases, *node.decorator_list], local)
+                | _loaded_all(node.body, local | _stored(node.body)))
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        own = _stored([g.target for g in node.generators])
+        return _loaded_all(list(ast.iter_child_nodes(node)), local | own)
+    found = set()
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local:
+        found.add(node.id)
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        found.add(node.target.id)   # x += ... reads x as well
+    return found | _loaded_all(list(ast.iter_child_nodes(node)), local)
+
+
+def _loaded_all(nodes, local):
+    return set().union(*(_loaded(n, local) for n in nodes))
+
+
+def _stored(nodes):
+    return {n.id for node in nodes for n in ast.walk(node)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
+           ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _bound(statements):
+    """Names bound in the cell's own namespace: not those local to a function or comprehension."""
+    bound, todo = set(), list(statements)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif not isinstance(node, _SCOPES):
+            todo.extend(ast.iter_child_nodes(node))
+    return bound
 
 
 def expected_files(src=ROOT / "notebooks"):

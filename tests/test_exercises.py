@@ -76,3 +76,21 @@ def test_build_and_stale(tmp_path):
     assert stale(src, dst) == ["00_x.ipynb", "99_extra.ipynb"]
     build(src, dst)
     assert sorted(p.name for p in dst.iterdir()) == ["00_x.ipynb"]
+
+
+def test_blank_clears_what_depends_on_the_answer_through_other_names():
+    """A result computed from the exercise's function shows what the stub cannot give."""
+    nb = lesson()
+    output = nbformat.v4.new_output("stream", name="stdout", text="shown\n")
+    more = ["y = double(3)\nz = 1",                       # y depends on the answer, z does not
+            "print(y)",                                     # through y: cleared
+            "print(z)",                                     # kept
+            "f = lambda y: y + 1\nprint(f(2))",             # a lambda's own y: kept
+            "for _, y in [(0, 1)]:\n    print(y)",          # y bound again by the loop: kept
+            "print(y)",                                     # y no longer the answer's: kept
+            "double = math.floor\nprint(double(2.5))",      # the name rebound: kept
+            "print(double(2))"]                             # and kept from then on
+    nb.cells += [nbformat.v4.new_code_cell(src, execution_count=6 + i, outputs=[output])
+                 for i, src in enumerate(more)]
+    kept = [bool(cell.outputs) for cell in blank(nb).cells[5:]]
+    assert kept == [False, False, True, True, True, True, True, True]
