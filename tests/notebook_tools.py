@@ -70,3 +70,18 @@ def first_error(nb, cwd=ROOT / "notebooks", timeout=300):
                     return i, out.ename, out.evalue
         raise
     return None
+
+
+RUN_TIME = r"\*\*Run time:\*\* about (\d+(?:\.\d+)?) (s|min)\b"
+
+
+def stated_run_time(path):
+    """The seconds a lesson states at its top: "**Run time:** about 40 s" or "about 2 min"."""
+    import re
+    for cell in read(path).cells[:4]:
+        if cell.cell_type == "markdown":
+            found = re.search(RUN_TIME, cell.source)
+            if found:
+                return float(found.group(1)) * (60 if found.group(2) == "min" else 1)
+    raise ValueError(f"{Path(path).name} states no run time near its top in the form "
+                     f"'**Run time:** about 40 s' (or 'about 2 min')")

@@ -5,9 +5,15 @@ started here on 127.0.0.1 and stopped at the end. For each lesson it checks:
 
 - on first open, before anything runs, no output shows a raw widget repr
   ("interactive(children=(FloatSlider(...") or a stale progress bar ("0%| | 0/500");
+- on first open, its tab is not marked unsaved (JupyterLab rewrites metadata that differs
+  from the running kernel's, such as the kernel's display name);
 - after "Restart Kernel and Run All Cells", no cell shows an error, no `$...$` is left
   unrendered by MathJax, every explorer is a live widget, and moving its first slider
-  changes what it shows.
+  changes what it shows;
+- at a laptop's 1366 x 768, no figure is shown below 90% of its size (a wider one is shrunk
+  to the column, and its text with it);
+- the run took at most twice the run time the lesson states at its top (each lesson's time
+  is printed beside the stated one).
 
 A screenshot of each lesson goes to tests/artefacts/browser/ (git-ignored).
 
@@ -33,6 +39,14 @@ RUN_ALL_TIMEOUT_S = 900      # one lesson, restarted and run to the end, on a bu
 RAW_WIDGET = re.compile(r"\b(interactive|[A-Z]\w*(Slider|Box|Progress|Output))\((children|value)=")
 STALE_BAR = re.compile(r"\d+%\|[^|\n]*\|\s*\d+/\d+")
 RAW_MATH = re.compile(r"\$[^$\s][^$]*\$")
+LAPTOP = {"width": 1366, "height": 768}
+SHRUNK_BELOW = 0.9           # a figure shown at less than this share of its width is unreadable
+
+
+def stated_seconds(lesson):
+    """The run time a lesson states at its top ("**Run time:** about 40 s ..."), in seconds."""
+    from notebook_tools import stated_run_time
+    return stated_run_time(lesson)
 
 
 def _chromium():
@@ -195,7 +209,7 @@ def _explorer_output(explorer):
 def test_lesson_in_jupyterlab(lab, browser, lesson):
     base, token = lab
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page = browser.new_page(viewport=LAPTOP)
     errors = []
     page.on("pageerror", lambda err: errors.append(str(err)))
     try:
@@ -211,9 +225,17 @@ def test_lesson_in_jupyterlab(lab, browser, lesson):
                or "Error displaying widget" in t]
         page.screenshot(path=str(ARTEFACTS / f"{lesson.stem}-first-open.png"))
         assert not raw, f"{lesson.name} on first open shows raw widget or progress text: {raw}"
+        dirty = page.query_selector(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")
+        assert dirty is None, f"{lesson.name} opens with its tab marked unsaved"
 
+        started = time.monotonic()
         _restart_and_run_all(page)
         _wait_until_run(page, RUN_ALL_TIMEOUT_S)
+        took, stated = time.monotonic() - started, stated_seconds(lesson)
+        print(f"{lesson.stem}: ran in {took:.0f} s in JupyterLab; the lesson states about "
+              f"{stated:.0f} s")
+        assert took <= 2 * stated, (f"{lesson.name} took {took:.0f} s, more than twice the "
+                                    f"{stated:.0f} s it states at its top")
         page.wait_for_timeout(2000)
         failed = page.eval_on_selector_all(
             "[data-mime-type='application/vnd.jupyter.error']", "els => els.map(e => e.innerText)")
@@ -251,6 +273,13 @@ def test_lesson_in_jupyterlab(lab, browser, lesson):
             page.screenshot(path=str(ARTEFACTS / f"{lesson.stem}-explorer-{i}.png"))
         page.screenshot(path=str(ARTEFACTS / f"{lesson.stem}.png"))
         assert not errors, f"{lesson.name}: errors in the page: {errors[:3]}"
+        shrunk = page.eval_on_selector_all(
+            ".jp-OutputArea-output img",
+            f"""els => els.filter(i => i.naturalWidth > 0 &&
+                                       i.clientWidth < {SHRUNK_BELOW} * i.naturalWidth)
+                          .map(i => [i.naturalWidth, i.clientWidth])""")
+        assert not shrunk, (f"{lesson.name}: figures shown below {SHRUNK_BELOW:.0%} of their "
+                            f"width at {LAPTOP['width']} px (natural, shown): {shrunk}")
     finally:
         page.screenshot(path=str(ARTEFACTS / f"{lesson.stem}-last.png"))
         page.close()
