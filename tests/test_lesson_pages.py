@@ -26,3 +26,25 @@ def test_opens_without_an_unsaved_mark(path):
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_states_one_run_time_at_its_top(path):
     assert 5 <= stated_run_time(path) <= 600
+
+
+# JupyterLab's code column on a 1366 x 768 laptop is about 932 px wide, and about 620 px of
+# notebook show at once; a wider figure is shrunk, text and all, and a taller one never fits.
+COLUMN_PX, VISIBLE_PX = 932, 620
+
+
+def _figures(path):
+    import base64
+    import struct
+    for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+        for output in cell.get("outputs", []):
+            png = output.get("data", {}).get("image/png")
+            if png:
+                data = base64.b64decode("".join(png) if isinstance(png, list) else png)
+                yield i, struct.unpack(">II", data[16:24])   # the PNG header's width, height
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_every_figure_fits_a_laptops_column(path):
+    too_big = [(i, w, h) for i, (w, h) in _figures(path) if w > COLUMN_PX or h > VISIBLE_PX]
+    assert not too_big, f"figures (cell, width, height) over {COLUMN_PX} x {VISIBLE_PX} px: {too_big}"
