@@ -11,7 +11,7 @@ from course_lib.checks import answer
 from course_lib.checks import questions as q_
 from course_lib.checks.questions import Choice, Number
 
-from notebook_tools import LESSONS, read
+from notebook_tools import LESSONS, ROOT, read
 
 QUESTIONS = q_.all_questions()
 IDS = list(QUESTIONS)
@@ -195,4 +195,44 @@ def test_the_markdown_shows_every_choice_and_never_the_answer(qid):
     if isinstance(question, Choice):
         assert all(f"**({letter})** {choice}" in text for letter, (choice, _) in question.choices.items())
     else:
-        assert "Answer with a number" in text
+        assert "Answer with a number" in text or "Answer with the exact number" in text
+
+
+@pytest.mark.parametrize("qid", IDS)
+def test_the_answer_written_into_the_notebook_is_right(qid, capsys):
+    """What the insertion puts into the lesson's question cell, as code, passes."""
+    written = QUESTIONS[qid].expected()
+    assert said(capsys, qid, eval(written)).startswith(f"Question '{qid}': right.")
+
+
+def _question_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code" and "question" in c.metadata.get("tags", [])]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
+def test_a_lessons_question_cells_hold_its_questions_answered_right(path):
+    """Once inserted (insert_questions.py), each lesson asks exactly its questions, in order."""
+    cells = _question_cells(read(path))
+    mine = [qid for qid in IDS if qid[:2] == path.name[:2]]
+    if not cells:
+        pytest.skip(f"{path.name} has no question cells yet")
+    assert len(cells) == len(mine), path.name
+    assert cells[0].source.startswith("from course_lib.checks import answer\n")
+    for qid, cell in zip(mine, cells):
+        assert cell.source.splitlines()[-1] == f'answer("{qid}", {QUESTIONS[qid].expected()})'
+        text = "".join(o.get("text", "") for o in cell.outputs)
+        assert text.startswith(f"Question '{qid}': right. "), (qid, text)
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
+def test_the_exercise_copy_leaves_every_question_not_answered(path, capsys):
+    nb = read(ROOT / "exercises" / path.name)
+    cells = _question_cells(nb)
+    if not cells:
+        pytest.skip(f"exercises/{path.name} has no question cells yet")
+    namespace = {}
+    for cell in cells:
+        exec(cell.source, namespace)
+        assert not cell.outputs and cell.execution_count is None
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(cells) and all(": not answered yet; " in line for line in out), out

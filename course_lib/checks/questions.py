@@ -96,16 +96,20 @@ class Number:
                 raise ValueError(f"the wrong ranges [{a1}, {b1}] and [{a2}, {b2}] overlap")
 
     def how(self, qid):
-        return (f'replace ... with your number (an int or a float; within {self.tolerance:g} '
-                f'counts as right)')
+        close = "the exact number" if self.tolerance == 0 else f"within {self.tolerance:g} counts as right"
+        return f"replace ... with your number (an int or a float; {close})"
 
     def markdown(self, qid):
         unit = f" (in {self.unit})" if self.unit else ""
+        if self.tolerance == 0:
+            return f"**{qid}.** {self.prompt}\n\nAnswer with the exact number{unit}."
         return (f"**{qid}.** {self.prompt}\n\nAnswer with a number{unit}; within "
                 f"{self.tolerance:g} of the exact value counts as right.")
 
     def expected(self):
-        return repr(self.value)
+        whole = float(self.value).is_integer() and abs(self.value) < 1e15
+        return f"{int(self.value):_}" if whole and abs(self.value) >= 10_000 else (
+            str(int(self.value)) if whole else repr(float(self.value)))
 
     def judge(self, qid, given):
         """(right?, why) for the number given; ValueError for anything that is not a number."""
