@@ -65,18 +65,30 @@ def stub(name):
     return f'raise NotImplementedError("Exercise \'{name}\': write your solution here")'
 
 
-def blank_answer(source):
-    """A question cell's source with the answer of its one `answer(qid, given)` call made `...`."""
-    calls = [node for node in ast.walk(parse_python(source))
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-             and node.func.id == "answer"]
+def answer_call(source):
+    """The one `answer(qid, given)` call of a question cell's source, as an ast.Call."""
+    try:
+        tree = parse_python(source)
+    except SyntaxError as e:
+        raise ValueError(f"a cell tagged 'question' must parse; this one does not ({e}):\n"
+                         f"{source}") from None
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id == "answer"]
     if len(calls) != 1 or len(calls[0].args) != 2 or calls[0].keywords:
         raise ValueError(f"a cell tagged 'question' must call answer(\"<id>\", <answer>) "
-                         f"exactly once, with two arguments; found {len(calls)} calls in:\n{source}")
-    given = calls[0].args[1]
+                         f"exactly once, with two arguments; found {len(calls)} calls of "
+                         f"answer in:\n{source}")
+    return calls[0]
+
+
+def blank_answer(source):
+    """A question cell's source with the answer of its one `answer(qid, given)` call made `...`."""
+    given = answer_call(source).args[1]
     lines = source.splitlines(keepends=True)
-    start = sum(len(line) for line in lines[: given.lineno - 1]) + _chars(lines[given.lineno - 1], given.col_offset)
-    end = sum(len(line) for line in lines[: given.end_lineno - 1]) + _chars(lines[given.end_lineno - 1], given.end_col_offset)
+    start = sum(map(len, lines[: given.lineno - 1])) + _chars(lines[given.lineno - 1],
+                                                              given.col_offset)
+    end = sum(map(len, lines[: given.end_lineno - 1])) + _chars(lines[given.end_lineno - 1],
+                                                                given.end_col_offset)
     return source[:start] + "..." + source[end:]
 
 

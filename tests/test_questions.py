@@ -54,10 +54,11 @@ def test_each_question_belongs_after_one_cell_of_its_lesson(qid):
     question = QUESTIONS[qid]
     assert len(question.prompt) > 40 and question.after.strip(), qid
     nb = read(LESSON_OF[qid[:2]])
-    lesson_cells = [c for c in nb.cells
-                    if not {"question", "question-prompt", "questions"} & set(c.metadata.get("tags", []))]
+    inserted = {"question", "question-prompt", "questions"}
+    lesson_cells = [c for c in nb.cells if not inserted & set(c.metadata.get("tags", []))]
     hits = [c for c in lesson_cells if question.after in c.source]
-    assert len(hits) == 1, f"{qid}: {question.after!r} is in {len(hits)} cells of {LESSON_OF[qid[:2]].name}"
+    assert len(hits) == 1, (f"{qid}: {question.after!r} is in {len(hits)} cells of "
+                            f"{LESSON_OF[qid[:2]].name}")
 
 
 @pytest.mark.parametrize("qid", IDS)
@@ -193,7 +194,8 @@ def test_the_markdown_shows_every_choice_and_never_the_answer(qid):
     text = question.markdown(qid)
     assert text.startswith(f"**{qid}.** {question.prompt}")
     if isinstance(question, Choice):
-        assert all(f"**({letter})** {choice}" in text for letter, (choice, _) in question.choices.items())
+        assert all(f"**({letter})** {choice}" in text
+                   for letter, (choice, _) in question.choices.items())
     else:
         assert "Answer with a number" in text or "Answer with the exact number" in text
 
@@ -206,7 +208,8 @@ def test_the_answer_written_into_the_notebook_is_right(qid, capsys):
 
 
 def _question_cells(nb):
-    return [c for c in nb.cells if c.cell_type == "code" and "question" in c.metadata.get("tags", [])]
+    return [c for c in nb.cells
+            if c.cell_type == "code" and "question" in c.metadata.get("tags", [])]
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
@@ -236,3 +239,26 @@ def test_the_exercise_copy_leaves_every_question_not_answered(path, capsys):
         assert not cell.outputs and cell.execution_count is None
     out = capsys.readouterr().out.splitlines()
     assert len(out) == len(cells) and all(": not answered yet; " in line for line in out), out
+
+
+def test_a_grader_reads_the_answer_without_running_the_cell():
+    assert q_.answer_in('from course_lib.checks import answer\n\nanswer("00-bytes", 12)') == \
+        ("00-bytes", 12)
+    assert q_.answer_in('answer("02-diagonal", "B")  # my guess') == ("02-diagonal", "B")
+    assert q_.answer_in('answer("04-block", 197_760)') == ("04-block", 197760)
+    assert q_.answer_in('answer("04-block", ...)') == ("04-block", ...)
+    for source, message in (('answer("00-bytes", len("naïve café".encode()))', "not computed"),
+                            ('answer("00-bytes", __import__("os").getpid())', "not computed"),
+                            ('print(12)', "found 0 calls"),
+                            ('answer("00-bytes", 12)\nanswer("00-bytes", 13)', "found 2 calls"),
+                            ('answer("00-bytes", given=12)', "exactly once"),
+                            ('answer("00-bytes", 12', "does not")):
+        with pytest.raises(ValueError, match=message):
+            q_.answer_in(source)
+
+
+def test_judge_says_the_verdict_without_printing_or_recording(capsys):
+    assert q_.judge("00-bytes", 12) == (True, QUESTIONS["00-bytes"].why)
+    assert q_.judge("00-bytes", 10)[0] is False
+    assert q_.judge("00-bytes", ...) == (None, QUESTIONS["00-bytes"].how("00-bytes"))
+    assert capsys.readouterr().out == "" and q_._given == {}

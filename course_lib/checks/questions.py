@@ -12,13 +12,16 @@ A question also records its prompt (markdown, for the notebook) and the lesson c
 belongs after (`after`: a heading or a phrase found in exactly one cell of the lesson).
 A wrong answer gets only the reason that answer is wrong, never the right answer.
 """
+import ast
 import importlib
 import math
 import numbers
 import pkgutil
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+from course_lib.exercises import answer_call
 
 _given = {}   # question id -> [(the answer given, right or not), ...] in this kernel
 
@@ -49,7 +52,8 @@ class Choice:
                 f'answer("{qid}", "x") with x your letter')
 
     def markdown(self, qid):
-        options = "\n".join(f"- **({letter})** {text}" for letter, (text, _) in self.choices.items())
+        options = "\n".join(f"- **({letter})** {text}"
+                             for letter, (text, _) in self.choices.items())
         return f"**{qid}.** {self.prompt}\n\n{options}"
 
     def expected(self):
@@ -77,7 +81,8 @@ class Number:
     tolerance: float
     why: str
     wrong: tuple = ()
-    otherwise: str = "not that; go back over the steps of the computation in the section named above"
+    otherwise: str = ("not that; go back over the steps of the computation in the section "
+                      "named above")
     unit: str = ""
 
     def __post_init__(self):
@@ -87,7 +92,8 @@ class Number:
         ranges = sorted(self.wrong)
         for a, b, why in ranges:
             if not (a <= b and isinstance(why, str) and why.strip()):
-                raise ValueError(f"a wrong range is (low, high, why) with low <= high; got {(a, b)}")
+                raise ValueError(f"a wrong range is (low, high, why) with low <= high; "
+                                 f"got {(a, b)}")
             if a <= high and low <= b:
                 raise ValueError(f"the wrong range [{a}, {b}] overlaps the right answer's "
                                  f"[{low}, {high}]")
@@ -96,7 +102,8 @@ class Number:
                 raise ValueError(f"the wrong ranges [{a1}, {b1}] and [{a2}, {b2}] overlap")
 
     def how(self, qid):
-        close = "the exact number" if self.tolerance == 0 else f"within {self.tolerance:g} counts as right"
+        close = ("the exact number" if self.tolerance == 0 else
+                 f"within {self.tolerance:g} counts as right")
         return f"replace ... with your number (an int or a float; {close})"
 
     def markdown(self, qid):
@@ -165,14 +172,38 @@ def _known(qid, questions):
                      f"Give its id as a string, e.g. answer(\"{same[0]}\", ...)")
 
 
-def answer(qid, given):
-    """Say whether `given` answers question `qid`, and why; `...` (the blank) says how to answer."""
+def judge(qid, given):
+    """(right?, why) for an answer to question `qid`, printing and recording nothing.
+
+    The blank, `...`, gives (None, how to answer).
+    """
     questions = all_questions()
     _known(qid, questions)
-    question = questions[qid]
     if given is Ellipsis:
-        print(f"Question '{qid}': not answered yet; {question.how(qid)}.")
+        return None, questions[qid].how(qid)
+    return questions[qid].judge(qid, given)
+
+
+def answer_in(source):
+    """(qid, given) from a question cell's `answer("qid", given)`, read without running it.
+
+    For a grader: only a literal answer is read (a number, a string, `...`); anything else,
+    or a cell without exactly one such call, is a ValueError that says so.
+    """
+    call = answer_call(source)
+    try:
+        qid, given = (ast.literal_eval(arg) for arg in call.args)
+    except ValueError:
+        raise ValueError("the answer must be written out as a number or a letter in quotes, "
+                         "not computed") from None
+    return qid, given
+
+
+def answer(qid, given):
+    """Say whether `given` answers question `qid`, and why; `...` (the blank) says how to answer."""
+    right, why = judge(qid, given)
+    if right is None:
+        print(f"Question '{qid}': not answered yet; {why}.")
         return
-    right, why = question.judge(qid, given)
     _given.setdefault(qid, []).append((given, right))
     print(f"Question '{qid}': {'right' if right else 'not quite'}. {why[:1].upper()}{why[1:]}")
