@@ -2,7 +2,9 @@
 
 In a lesson, an exercise is a code cell tagged `exercise` that defines one function
 whose body holds the answer between `### BEGIN SOLUTION` and `### END SOLUTION`.
-The next cell is tagged `check` and calls `check_<name>(<name>)`.
+The next cell is tagged `check` and calls `check_<name>(<name>)`. A question is a code
+cell tagged `question` that calls `answer("<id>", <the right answer>)`; its answer
+becomes `...`, the blank.
 
     python -m course_lib.exercises            # rewrite exercises/
     python -m course_lib.exercises --check    # exit 1 if exercises/ is out of date
@@ -63,6 +65,38 @@ def stub(name):
     return f'raise NotImplementedError("Exercise \'{name}\': write your solution here")'
 
 
+def answer_call(source):
+    """The one `answer(qid, given)` call of a question cell's source, as an ast.Call."""
+    try:
+        tree = parse_python(source)
+    except SyntaxError as e:
+        raise ValueError(f"a cell tagged 'question' must parse; this one does not ({e}):\n"
+                         f"{source}") from None
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id == "answer"]
+    if len(calls) != 1 or len(calls[0].args) != 2 or calls[0].keywords:
+        raise ValueError(f"a cell tagged 'question' must call answer(\"<id>\", <answer>) "
+                         f"exactly once, with two arguments; found {len(calls)} calls of "
+                         f"answer in:\n{source}")
+    return calls[0]
+
+
+def blank_answer(source):
+    """A question cell's source with the answer of its one `answer(qid, given)` call made `...`."""
+    given = answer_call(source).args[1]
+    lines = source.splitlines(keepends=True)
+    start = sum(map(len, lines[: given.lineno - 1])) + _chars(lines[given.lineno - 1],
+                                                              given.col_offset)
+    end = sum(map(len, lines[: given.end_lineno - 1])) + _chars(lines[given.end_lineno - 1],
+                                                                given.end_col_offset)
+    return source[:start] + "..." + source[end:]
+
+
+def _chars(line, utf8_offset):
+    """The character offset of ast's UTF-8 byte offset into a line."""
+    return len(line.encode("utf-8")[:utf8_offset].decode("utf-8"))
+
+
 def exercises(nb):
     """(name, exercise cell index, check cell index) for every exercise in a notebook."""
     found = []
@@ -86,13 +120,19 @@ def blank(nb):
     Outputs are removed from the exercise and check cells and from every cell that depends on
     an exercise's function, since they would show the answer, or show a result that the stub
     cannot give: a cell that uses the function, or a name that such a cell assigned (until
-    code that does not depend on them assigns that name again).
+    code that does not depend on them assigns that name again). Each question cell's answer
+    becomes `...` and its output ("right" and why) goes.
     """
     nb = copy.deepcopy(nb)
     found = exercises(nb)
     names = {name for name, _, _ in found}
     for name, i, _ in found:
         nb.cells[i].source = replace_solution(nb.cells[i].source, stub(name))
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "question" in tags(cell):
+            cell.source = blank_answer(cell.source)
+            cell.outputs = []
+            cell.execution_count = None
     tainted = set(names)
     for cell in nb.cells:
         if cell.cell_type != "code":

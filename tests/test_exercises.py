@@ -2,7 +2,8 @@
 import nbformat
 import pytest
 
-from course_lib.exercises import blank, build, exercises, replace_solution, stale, stub
+from course_lib.exercises import (blank, blank_answer, build, exercises, replace_solution, stale,
+                                  stub)
 
 SOLVED = '''def double(x):
     """Twice x."""
@@ -94,3 +95,33 @@ def test_blank_clears_what_depends_on_the_answer_through_other_names():
                  for i, src in enumerate(more)]
     kept = [bool(cell.outputs) for cell in blank(nb).cells[5:]]
     assert kept == [False, False, True, True, True, True, True, True]
+
+
+def test_blank_turns_each_question_answer_into_the_blank_and_clears_its_output():
+    nb = lesson()
+    output = nbformat.v4.new_output("stream", name="stdout", text="Question '00-x': right. ...\n")
+    question = {"tags": ["question"]}
+    nb.cells += [
+        nbformat.v4.new_markdown_cell("## Questions", metadata={"tags": ["questions"]}),
+        nbformat.v4.new_code_cell('from course_lib.checks import answer\n\nanswer("00-x", "b")',
+                                  execution_count=6, metadata=question, outputs=[output]),
+        nbformat.v4.new_code_cell('answer("00-y", [1.5,\n               2])  # café',
+                                  execution_count=7, metadata=question, outputs=[output]),
+    ]
+    cells = blank(nb).cells
+    assert cells[6].source == 'from course_lib.checks import answer\n\nanswer("00-x", ...)'
+    assert cells[7].source == 'answer("00-y", ...)  # café'
+    assert [c.outputs for c in cells[6:]] == [[], []]
+    assert [c.execution_count for c in cells[6:]] == [None, None]
+    assert cells[5].source == "## Questions" and cells[4].outputs    # the rest as before
+    assert nb.cells[6].source.endswith('"b")') and nb.cells[6].outputs   # the lesson untouched
+    assert blank_answer(cells[6].source) == cells[6].source               # blank stays blank
+
+
+def test_a_question_cell_needs_one_answer_call():
+    for source in ('print("b")', 'answer("00-x", "a"); answer("00-y", 2)', 'answer("00-x")',
+                   'answer("00-x", given="b")'):
+        nb = lesson()
+        nb.cells.append(nbformat.v4.new_code_cell(source, metadata={"tags": ["question"]}))
+        with pytest.raises(ValueError, match="must call answer"):
+            blank(nb)

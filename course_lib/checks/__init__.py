@@ -2,6 +2,7 @@
 
 `check_<name>(<name>)` tries the learner's function on small cases, coarse to subtle,
 and raises AssertionError with feedback a learner can act on, or prints one line.
+`answer(qid, given)` says whether an answer to one of a lesson's questions is right, and why.
 """
 from course_lib.checks.lesson00 import (check_next_byte_loss, check_next_token_targets,
                                         check_text_to_ids)
@@ -20,6 +21,7 @@ from course_lib.checks.lesson08 import check_grouped_query_attention, check_rms_
 from course_lib.checks.lesson09 import check_params_from_config, check_tiled_attention
 from course_lib.checks.lesson10 import check_gpt2_to_tinylm
 from course_lib.checks.hints import hint, solution
+from course_lib.checks.questions import answer
 
 __all__ = [
     "check_text_to_ids", "check_next_token_targets", "check_next_byte_loss",
@@ -33,5 +35,5 @@ __all__ = [
     "check_rms_norm", "check_swiglu", "check_grouped_query_attention",
     "check_params_from_config", "check_tiled_attention",
     "check_gpt2_to_tinylm",
-    "hint", "solution",
+    "hint", "solution", "answer",
 ]

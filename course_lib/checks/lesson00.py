@@ -228,3 +228,73 @@ HINTS = {
         "tensor in the logits' dtype: no `.double()` on the way.",
     ),
 }
+
+
+# Questions on this lesson's ideas: `answer("00-...", ...)` in the lesson's Questions section.
+from course_lib.checks.questions import Choice, Number  # noqa: E402
+
+QUESTIONS = {
+    "00-bytes": Number(
+        prompt="Section 2 found 5 bytes for `\"café\"` and the cell after exercise 1 found 6 for "
+               "`\"naïve\"`. How many token ids does `encode` give for the text `\"naïve café\"` "
+               "(the two words and the space between them)?",
+        after="the same as encode:",
+        value=12, tolerance=0,
+        why="6 bytes for naïve, 1 for the space and 5 for café: ï and é take two UTF-8 bytes "
+            "each, every other character one.",
+        wrong=((10, 10, "10 is the number of characters; the byte tokenizer gives one id per "
+                        "UTF-8 byte, and a letter outside ASCII takes more than one."),
+               (11, 11, "that counts one of the two accented letters as two bytes but not the "
+                        "other; both ï and é are outside ASCII."),
+               (13, 13, "the space between the words is one byte, and each accented letter "
+                        "two, no more.")),
+        otherwise="count the bytes of each part: the lesson printed the ids of both words, and "
+                  "a space is one byte."),
+    "00-shape": Choice(
+        prompt="Section 3 ran the model (V = 256, C = 64) on a batch of one sequence of 19 ids. "
+               "Run it instead on a batch of 4 sequences of 19 ids each: what is the shape of "
+               "`model(idx)`, the logits?",
+        after="## 3. The model: a stack of boxes",
+        choices={
+            "a": ("(4, 19, 64)", "64 is the width C of the stream; the unembedding then maps "
+                                 "each position's C-vector to one score per vocabulary entry."),
+            "b": ("(4, 19, 256)", "one score for each of the V = 256 bytes, at every one of the "
+                                  "19 positions of each of the 4 sequences: (B, T, V)."),
+            "c": ("(4, 256)", "the model gives one distribution per position, not one per "
+                              "sequence: training scores every position's prediction."),
+            "d": ("(19, 256)", "the batch axis stays: each of the 4 sequences gets its own "
+                               "logits, (B, T, V)."),
+        },
+        right="b"),
+    "00-targets": Choice(
+        prompt="A training window holds the 6 ids of `\"abcdef\"` (T + 1 = 6). Which pair is "
+               "(inputs, targets), as exercise 2 cuts it?",
+        after="### Exercise 2: inputs and targets",
+        choices={
+            "a": ("`\"abcdef\"` and `\"abcdef\"`", "with the targets equal to the inputs, "
+                  "position t is asked for the byte it already sees: the model learns to copy "
+                  "(lesson 06 shows that pitfall)."),
+            "b": ("`\"bcdef\"` and `\"abcde\"`", "that is shifted the wrong way: each position "
+                  "would be scored on the byte before it, which it has already read."),
+            "c": ("`\"abcde\"` and `\"bcdef\"`", "position t reads the first t + 1 bytes and is "
+                  "scored on the next one: the targets are the inputs shifted by one."),
+            "d": ("`\"abcde\"` and `\"f\"`", "training scores every position at once, not only "
+                  "the last: T inputs give T targets."),
+        },
+        right="c"),
+    "00-uniform": Number(
+        prompt="Section 4 showed that a model spreading its bets evenly over 256 bytes scores "
+               "ln 256 = 5.545 at every position. What does a model that spreads its bets "
+               "evenly over GPT-2's vocabulary of V = 50,257 tokens score, in nats per token?",
+        after="loss of a uniform guess",
+        value=10.825, tolerance=0.01, unit="nats",
+        why="each token gets p = 1/50,257, and -ln(1/V) = ln V = ln 50,257 ≈ 10.825.",
+        wrong=((5.5, 5.6, "5.545 is ln 256, the byte vocabulary's; the uniform loss is ln V "
+                          "for this V."),
+               (4.6, 4.8, "that is the logarithm base 10; the loss is measured in nats, with "
+                          "the natural logarithm."),
+               (15.5, 15.7, "that is the logarithm base 2, bits; the course measures the loss "
+                            "in nats, with the natural logarithm.")),
+        otherwise="the loss of one prediction is -ln p; work out p for an even spread over "
+                  "this vocabulary."),
+}

@@ -264,3 +264,83 @@ HINTS = {
         "course's stable softmax (`ref.softmax`) may be used here.",
     ),
 }
+
+
+# Questions on this lesson's ideas: `answer("01-...", ...)` in the lesson's Questions section.
+from course_lib.checks.questions import Choice, Number  # noqa: E402
+
+QUESTIONS = {
+    "01-scale": Number(
+        prompt="Section 2 measured that q·k of random q and k (entries of mean 0 and variance "
+               "1) has variance d_k. At d_k = 64, what is the variance of the *scaled* score "
+               "q·k / √d_k?",
+        after="## 2. Why divide by $\\sqrt{d_k}$: an experiment",
+        value=1.0, tolerance=0.05,
+        why="dividing a number by c divides its variance by c², so dividing by √64 = 8 divides "
+            "the variance 64 by 64; the scaled scores have the same spread at every width.",
+        wrong=((60, 68, "that is the variance before the scale; the question asks about "
+                        "q·k / √d_k."),
+               (7.5, 8.5, "dividing by c divides the variance by c², not by c: dividing by "
+                          "√d_k divides it by d_k."),
+               (0.01, 0.02, "that divides the variance by d_k twice; dividing by √d_k divides "
+                            "it by d_k once.")),
+        otherwise="the variance of q·k is d_k; work out what dividing by √d_k does to a "
+                  "variance."),
+    "01-stable": Number(
+        prompt="The stable softmax subtracts the maximum before exponentiating. For the input "
+               "`[1000, 1001, 1002]` of section 3, what is the sum of the exponentials it "
+               "computes (the denominator)?",
+        after="### Exercise 2: stable softmax",
+        value=1.503, tolerance=0.002,
+        why="after subtracting 1002 the exponents are -2, -1 and 0: e⁻² + e⁻¹ + 1 ≈ 0.135 + "
+            "0.368 + 1 = 1.503. The largest term is exactly 1, so the sum lies between 1 and "
+            "the number of inputs and can neither overflow nor be 0.",
+        wrong=((11.0, 11.2, "that subtracts the minimum, 1000, not the maximum; it happens not "
+                            "to overflow here, but with inputs 100 apart it would."),
+               (0.99, 1.01, "1 is only the largest term, e⁰; the other two inputs add their "
+                            "own exponentials."),
+               (2.9, 3.1, "that takes every exponential as 1; only the largest input's shifted "
+                          "value is 0.")),
+        otherwise="subtract 1002 from each input, exponentiate each, and add."),
+    "01-longer": Choice(
+        prompt="Along the query `[1, 0]` the worked example gave weights 0.401, 0.198, 0.401. "
+               "Make the query longer in the same direction, `[3, 0]`, then `[10, 0]`: where "
+               "do the weights go?",
+        after="Sharper does not always mean one token",
+        choices={
+            "a": ("token 3 (key [1, 1]) takes nearly all of the weight",
+                  "along [1, 0] keys [1, 0] and [1, 1] score the same, x·1 each; a longer query "
+                  "scales both scores alike, and a tie stays a tie."),
+            "b": ("they stay 0.401, 0.198, 0.401: the direction is the same",
+                  "the softmax is not unchanged by scaling its inputs: a longer query makes "
+                  "every score larger and the gaps between them too."),
+            "c": ("tokens 1 and 3 keep about half each and token 2's weight goes towards 0",
+                  "the two tied keys share the weight, about half each, and the gap to token "
+                  "2 grows with the length: [3, 0] gave 0.472, 0.057, 0.472."),
+            "d": ("all three move towards 1/3",
+                  "that is what a *shorter* query does: scores near 0 give nearly equal "
+                  "weights. A longer one sharpens them."),
+        },
+        right="c"),
+    "01-saturate": Choice(
+        prompt="Without the scale, at d_k = 512 the largest of 16 weights averaged 0.949. What "
+               "does that do to training a model whose scores are that large?",
+        after="unscaled scores saturate the softmax",
+        choices={
+            "a": ("the gradients reaching the queries and keys through the softmax are near 0, "
+                  "so they barely learn",
+                  "the derivative of weight i with respect to score j is w_i(δ_ij − w_j), "
+                  "close to 0 when one weight is close to 1."),
+            "b": ("it learns faster: attention that decides firmly is what training wants",
+                  "sharpness that comes from the width, not from learning, arrives before the "
+                  "model knows where to look, and a saturated softmax passes almost no "
+                  "gradient back to change it."),
+            "c": ("the softmax overflows and gives NaN",
+                  "saturation is not overflow: the experiment ran in float64 and the stable "
+                  "softmax subtracts the maximum, so every weight was finite."),
+            "d": ("nothing: the scale only matters in float16",
+                  "the experiment was in float64 and still saturated; the scale is about the "
+                  "spread of the scores, which grows as √d_k in any precision."),
+        },
+        right="a"),
+}

@@ -249,3 +249,80 @@ HINTS = {
         "array of shape (k,).",
     ),
 }
+
+
+# Questions on this lesson's ideas: `answer("02-...", ...)` in the lesson's Questions section.
+from course_lib.checks.questions import Choice, Number  # noqa: E402
+
+QUESTIONS = {
+    "02-diagonal": Choice(
+        prompt="Build the mask with `np.triu(..., k=0)` instead of `k=1`, so that it hides the "
+               "diagonal too, and run section 2's masked attention on the three tokens. What "
+               "becomes of token 1's weights?",
+        after="## 2. Masked attention on three tokens",
+        choices={
+            "a": ("weight 1 on itself, as before",
+                  "hiding the diagonal takes away the one key token 1 could see: its own."),
+            "b": ("all NaN: every score in its row is −∞, and the softmax divides 0 by 0",
+                  "with every key hidden, e^−∞ = 0 everywhere and the sum is 0 (a stable "
+                  "softmax gets −∞ − (−∞), also NaN). Token 2 can then read only token 1."),
+            "c": ("all 0, and its output the zero vector",
+                  "the softmax divides by the sum of the exponentials; with all of them 0 "
+                  "that sum is 0 too, and 0 / 0 is not 0."),
+            "d": ("spread evenly, 1/3 each",
+                  "an even spread needs equal finite scores; −∞ on every key is no score at "
+                  "all."),
+        },
+        right="b"),
+    "02-even": Number(
+        prompt="With the causal mask, the query at position 4 (counting from 0) of a sequence "
+               "of 8 has the same score against every key it may see. What weight does it "
+               "give each of those keys?",
+        after="Each row can see one more key than the row above it",
+        value=0.2, tolerance=0.002,
+        why="position 4 sees keys 0 to 4, itself included: five equal scores, weight 1/5 each; "
+            "the three later keys get exactly 0.",
+        wrong=((0.12, 0.13, "1/8 spreads the weight over all 8 keys, the three future ones "
+                            "too; the mask gives those exactly 0."),
+               (0.24, 0.26, "1/4 leaves out one of the keys it may see: the mask keeps "
+                            "j <= i, the query's own position included."),
+               (0.16, 0.17, "1/6 counts one key too many: positions 0 to 4 are the keys it "
+                            "may see.")),
+        otherwise="count the keys with j <= i for i = 4, and share the weight evenly."),
+    "02-decay": Number(
+        prompt="Section 4's cell stepped AdamW once on a weight whose loss gradient was 0. Do "
+               "it with other numbers: a weight of 2.0, gradient 0, lr = 1e-3 and weight decay "
+               "λ = 0.1. What is the weight after one step of `torch.optim.AdamW`?",
+        after="**The optimiser.**",
+        value=1.9998, tolerance=0.00002,
+        why="with a gradient of 0 only the decoupled decay acts: w ← w·(1 − lr·λ) = "
+            "2 × (1 − 1e-4) = 1.9998.",
+        wrong=((1.9989, 1.9991, "that is Adam with an L2 term: λw goes through Adam's division "
+                                "by √v and the step becomes a whole lr. AdamW decays the weight "
+                                "apart from the gradient step."),
+               (1.99985, 1.99995, "that subtracts lr·λ; the decay multiplies the weight by "
+                                  "(1 − lr·λ), so it shrinks in proportion to its size."),
+               (1.99999, 2.00001, "weight decay acts even when the gradient is 0: it is "
+                                  "applied apart from the gradient step.")),
+        otherwise="only the weight decay acts here; the section says what it multiplies the "
+                  "weight by."),
+    "02-nomask": Choice(
+        prompt="Trained without the mask, the model's training loss ended far below the masked "
+               "model's (the lesson asserts below half of it). Why?",
+        after="## 4. The missing-mask pitfall",
+        choices={
+            "a": ("it is the better model: it found patterns the masked model missed",
+                  "when it has to predict honestly, with nothing later to read, its loss is "
+                  "worse than guessing evenly, above ln 256 = 5.545 (the lesson asserts it)."),
+            "b": ("it memorised the training text",
+                  "500 steps of 32 windows of 16 bytes see 256,000 bytes, a few per cent of "
+                  "the corpus, and the masked model saw the same windows."),
+            "c": ("position t reads token t + 1, its own target, from the input",
+                  "without the mask every position sees the whole window, the byte it is "
+                  "asked to predict among them, and learns to copy it."),
+            "d": ("without −∞ in the scores the softmax is better conditioned",
+                  "the −∞ entries give weights of exactly 0 and no numerical trouble; the "
+                  "difference is what each position may read."),
+        },
+        right="c"),
+}

@@ -298,3 +298,79 @@ HINTS = {
         "scores (B, H, T, T); the merged heads (B, T, C), then @ w_proj.T.",
     ),
 }
+
+
+# Questions on this lesson's ideas: `answer("03-...", ...)` in the lesson's Questions section.
+from course_lib.checks.questions import Choice, Number  # noqa: E402
+
+QUESTIONS = {
+    "03-headscale": Number(
+        prompt="In GPT-2 small's attention (C = 768, 12 heads), each head divides its scores "
+               "by √d_k before the softmax. What number does it divide them by?",
+        after="### Exercise 3: multi-head self-attention",
+        value=8, tolerance=0.001,
+        why="inside a head the dot product runs over D = 768 / 12 = 64 channels, so its d_k is "
+            "64 and the scale √64 = 8.",
+        wrong=((27.6, 27.8, "√768 is the scale of one head of 768; each of the 12 heads has "
+                            "its own, smaller d_k."),
+               (63.9, 64.1, "64 is the head size itself; the scores are divided by its square "
+                            "root."),
+               (3.4, 3.5, "√12 relates the single head's score to the 12 heads' summed "
+                          "scores; a head's own scale comes from its own width.")),
+        otherwise="work out the width of one head's queries and keys first."),
+    "03-params": Number(
+        prompt="How many parameters does `MultiHeadAttention(512, 8)` hold (C = 512, 8 heads, "
+               "no biases, as in this lesson)?",
+        after="one = MultiHeadAttention(C, 1)",
+        value=1_048_576, tolerance=0,
+        why="a (3C, C) matrix for q, k and v and a (C, C) projection: 4C² = 4 × 512² = "
+            "1,048,576, whatever the number of heads.",
+        wrong=((8_388_608, 8_388_608, "that gives every head its own full-width matrices; the "
+                                      "heads share the same two matrices and only group their "
+                                      "channels."),
+               (786_432, 786_432, "that counts only the (3C, C) q, k, v matrix; the output "
+                                  "projection (C, C) has weights too."),
+               (131_072, 131_072, "that uses the head size D = 64 in place of C; the "
+                                  "matrices act on the full width."),
+               (262_144, 262_144, "that is one C × C matrix; attention has four of them "
+                                  "(q, k, v and the projection).")),
+        otherwise="count the entries of the two weight matrices section 1 describes."),
+    "03-reshape": Choice(
+        prompt="Someone splits heads with `x.reshape(B, H, T, D)` instead of "
+               "`x.view(B, T, H, D).transpose(1, 2)`. What happens?",
+        after="Now the tempting shortcut",
+        choices={
+            "a": ("a RuntimeError: the shapes do not match",
+                  "the two shapes hold the same number of elements, so reshape succeeds; "
+                  "that is what makes the mistake dangerous."),
+            "b": ("nothing: reshape copies the data when it has to, so the result is the same",
+                  "reshape keeps the numbers in memory order and regroups them; the section "
+                  "printed 'same content: False'."),
+            "c": ("the shape is right but heads mix positions, silently; the mask then hides "
+                  "the wrong things",
+                  "reshape regroups the numbers in memory order, so 'head 0' took the first "
+                  "numbers of the sequence, channels of position 0 only; no error is raised."),
+            "d": ("view refuses, so it has to be reshape",
+                  "view refuses after a transpose (merging the heads), not here: splitting "
+                  "with view first and then transposing works."),
+        },
+        right="c"),
+    "03-onehead": Choice(
+        prompt="One head of 768 is given exactly the weights of 12 heads of 64. Which is true?",
+        after="Same shapes, so we can give the single head",
+        choices={
+            "a": ("same outputs: the same weights compute the same thing",
+                  "the weights are the same but the computation is not: one softmax over "
+                  "pooled scores against twelve softmaxes, one per head."),
+            "b": ("the outputs differ only by float32 rounding",
+                  "they differed by more than 10% of their size, far beyond rounding."),
+            "c": ("the single head has 12 times the parameters",
+                  "both hold a (3C, C) and a (C, C) matrix: 4C² = 2,359,296 either way."),
+            "d": ("same parameters, different outputs: each query gets one distribution "
+                  "instead of twelve",
+                  "the single head's score is the sum of the 12 heads' scores over √12, fed "
+                  "to one softmax, so it mixes all 768 value channels with one set of "
+                  "weights."),
+        },
+        right="d"),
+}

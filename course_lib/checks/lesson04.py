@@ -337,3 +337,80 @@ HINTS = {
         "config, write a term for each line, and return an int.",
     ),
 }
+
+
+# Questions on this lesson's ideas: `answer("04-...", ...)` in the lesson's Questions section.
+from course_lib.checks.questions import Choice, Number  # noqa: E402
+
+QUESTIONS = {
+    "04-block": Number(
+        prompt="Section 5 counted a `Block` of width 64 module by module. How many parameters "
+               "does a `Block` of width C = 128 hold (attention without biases, the MLP with "
+               "its biases, two LayerNorms)?",
+        after="## 5. Counting the parameters",
+        value=197_760, tolerance=0,
+        why="4C² in attention, 8C² + 5C in the MLP and 4C in the two LayerNorms: "
+            "12 × 128² + 9 × 128 = 196,608 + 1,152 = 197,760.",
+        wrong=((196_608, 196_608, "12C² counts the weight matrices only; the MLP's biases "
+                                  "(5C) and the LayerNorms' weights and biases (4C) add "
+                                  "to it."),
+               (197_248, 197_248, "that leaves out the two LayerNorms, a weight and a bias "
+                                  "of C each."),
+               (197_120, 197_120, "that leaves out the MLP's biases: 4C in the up "
+                                  "projection and C in the down one."),
+               (131_072, 131_712, "that is the MLP alone; attention holds 4C² more."),
+               (65_536, 65_536, "that is attention alone; the MLP holds twice as much.")),
+        otherwise="add 4C² for attention, 8C² + 5C for the MLP and 4C for the LayerNorms."),
+    "04-rule": Number(
+        prompt="Apply the rule of thumb 12·L·C² + V·C to GPT-2 medium: L = 24, C = 1,024, "
+               "V = 50,257. How many million parameters does it give?",
+        after="85M in the blocks and 39M in the embedding",
+        value=353.453, tolerance=0.5, unit="millions",
+        why="12 × 24 × 1,024² = 301,989,888 in the blocks and 50,257 × 1,024 = 51,463,168 in "
+            "the embedding: 353,453,056.",
+        wrong=((301.5, 302.5, "that is the blocks alone; the token embedding V·C adds to "
+                              "them."),
+               (354.5, 355.2, "that is the exact count (lesson 09 prints it); the rule of "
+                              "thumb leaves out the biases, LayerNorms and position table."),
+               (404.4, 405.4, "that counts V·C twice; the head is tied to the embedding and "
+                              "costs nothing extra.")),
+        otherwise="compute 12·L·C² and V·C separately, then add them."),
+    "04-layernorm": Choice(
+        prompt="A position's C = 4 features are `[1, 2, 3, 4]`. What does LayerNorm give, with "
+               "weight 1, bias 0 and ε = 0?",
+        after="### Exercise 1: LayerNorm by hand",
+        choices={
+            "a": ("[−1.162, −0.387, 0.387, 1.162]",
+                  "that divides by the standard deviation with C − 1 in the variance "
+                  "(torch.var's default); LayerNorm's variance divides by C."),
+            "b": ("[−1.5, −0.5, 0.5, 1.5]",
+                  "that subtracts the mean but does not divide by the standard deviation."),
+            "c": ("[0.183, 0.365, 0.548, 0.730]",
+                  "that divides by the vector's length without subtracting the mean first."),
+            "d": ("[−1.342, −0.447, 0.447, 1.342]",
+                  "the mean is 2.5 and the variance (dividing by C = 4) is 1.25, so each "
+                  "feature becomes (x − 2.5) / √1.25: mean 0, variance 1."),
+        },
+        right="d"),
+    "04-reach": Choice(
+        prompt="In a whole causal `Block` (attention, then the MLP, each with its residual), "
+               "change the input at position 2 of 5 only. Which positions of the block's "
+               "output can change?",
+        after="Nothing in that computation mixes positions",
+        choices={
+            "a": ("position 2 only",
+                  "that is the MLP alone; the block's attention first carries the change to "
+                  "the positions that may read position 2."),
+            "b": ("positions 2, 3 and 4",
+                  "attention lets the later positions read position 2, and the MLP then works "
+                  "on each of those positions' changed vectors; positions 0 and 1 cannot read "
+                  "ahead."),
+            "c": ("all five",
+                  "that is attention without the mask; with it, positions 0 and 1 cannot "
+                  "read position 2."),
+            "d": ("positions 0, 1 and 2",
+                  "the causal mask lets a position read earlier positions, not later ones: "
+                  "the change travels forwards."),
+        },
+        right="b"),
+}

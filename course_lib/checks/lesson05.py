@@ -331,3 +331,76 @@ HINTS = {
         "(D/2,) vectors that broadcast against them; sum over the last axis to get (N,).",
     ),
 }
+
+
+# Questions on this lesson's ideas: `answer("05-...", ...)` in the lesson's Questions section.
+from course_lib.checks.questions import Choice, Number  # noqa: E402
+
+QUESTIONS = {
+    "05-blind": Choice(
+        prompt="Section 1 fed \"dog bites man\" and \"man bites dog\" to attention with token "
+               "embeddings only, no positions and no mask. What did \"bites\" get?",
+        after="## 1. Attention is order-blind",
+        choices={
+            "a": ("the same output in both sentences",
+                  "a permutation of the inputs only permutes the outputs, and \"bites\" sits "
+                  "in the middle both times: nothing can tell who bit whom."),
+            "b": ("a different output, since its neighbours swapped places",
+                  "without positions attention sees a set of vectors, not a sequence: the "
+                  "same neighbours in another order give the same scores."),
+            "c": ("outputs that differ a little, by about 1e-3, from where its neighbours sit",
+                  "the printed vectors agreed in every digit, and the permuted outputs agreed "
+                  "with the moved ones to 1e-6: at most float32 rounding, nothing that "
+                  "depends on the order."),
+        },
+        right="a"),
+    "05-pair0": Number(
+        prompt="With d = 64, pair 0 of the sinusoidal table turns by 1 radian per position, a "
+               "full turn every 6.3 positions. With d = 128 instead, every how many positions "
+               "does pair 0 make a full turn?",
+        after="## 2. Sinusoidal positions",
+        value=6.283, tolerance=0.01, unit="positions",
+        why="ω₀ = 10000^(−0/d) = 1 radian per position whatever d is, so a full turn of 2π "
+            "radians takes 2π ≈ 6.283 positions; d changes only the slower pairs.",
+        wrong=((12.4, 12.7, "the width does not change pair 0's frequency: its exponent is "
+                            "2i/d with i = 0."),
+               (0.9, 1.1, "1 is its frequency in radians per position; a full turn is 2π "
+                          "radians."),
+               (3.1, 3.2, "π radians is half a turn.")),
+        otherwise="write pair 0's frequency from the formula with i = 0, then the positions a "
+                  "full turn of 2π takes."),
+    "05-rope-distance": Number(
+        prompt="Section 4's two-dimensional RoPE gave the score 6.1049 for a query at 10 and "
+               "a key at 13 (and −4.8617 for a query at 5 and a key at 2). What score does it "
+               "give for a query at position 1,000 and a key at 1,003, with the same q and k?",
+        after="## 4. Rotary position embeddings (RoPE)",
+        value=6.1049, tolerance=0.001,
+        why="the score is q^T R((n − m)ω) k and depends only on the distance n − m = 3, the "
+            "same as for 10 and 13.",
+        wrong=((-4.87, -4.85, "that is the score at distance −3, the key before the query; "
+                              "here the key is 3 positions after it."),
+               (-0.001, 0.001, "rotation keeps lengths, so large positions do not wash the "
+                               "score out; it depends on the distance alone.")),
+        otherwise="what the score depends on was shown for three pairs of positions; compare "
+                  "this pair's distance with theirs."),
+    "05-wrap": Choice(
+        prompt="A learned table of `max_len` = 8 that wraps positions round with a modulo is "
+               "fed 12 tokens. What goes wrong?",
+        after="Worse still is no error at all",
+        choices={
+            "a": ("an IndexError at position 8",
+                  "the modulo maps 8 to 0 before the lookup, so no index is ever out of "
+                  "range: that is the trouble."),
+            "b": ("positions 8 to 11 silently get the vectors of 0 to 3, and attention cannot "
+                  "tell those pairs apart",
+                  "no error, and positions that share a vector bring order-blindness back: "
+                  "swapping tokens 1 and 9 only swapped their outputs."),
+            "c": ("nothing: the table generalises to the longer sequence",
+                  "a learned table has no vector for position 8; the modulo reuses position "
+                  "0's, which the model learned for the start of a sequence."),
+            "d": ("course_lib's ValueError names the position and the limit",
+                  "that is `LearnedPositions`, which refuses; the wrapping table says "
+                  "nothing at all."),
+        },
+        right="b"),
+}

@@ -609,3 +609,82 @@ HINTS = {
         "float.",
     ),
 }
+
+
+# Questions on this lesson's ideas: `answer("06-...", ...)` in the lesson's Questions section.
+from course_lib.checks.questions import Choice, Number  # noqa: E402
+
+QUESTIONS = {
+    "06-ids": Number(
+        prompt="Section 7's CPU run takes batches of 16 windows with `block_size` 128 and "
+               "scores 2,048 target tokens per step. How many ids does each batch of windows "
+               "hold before it is cut into inputs and targets?",
+        after="## 3. A batch: windows, inputs and shifted targets",
+        value=2_064, tolerance=0,
+        why="each window holds T + 1 = 129 ids, so that its T inputs and T targets overlap "
+            "shifted by one: 16 × 129 = 2,064.",
+        wrong=((2_048, 2_048, "2,048 is the number of targets (or inputs), 16 × 128; a window "
+                              "needs one id more than that to give T of each."),
+               (4_096, 4_096, "inputs and targets are not stored separately: they are two "
+                              "overlapping slices of the same window."),
+               (2_032, 2_032, "a window is longer than the targets it gives, not shorter.")),
+        otherwise="count the ids of one window of T + 1, then of the batch."),
+    "06-83": Number(
+        prompt="Only 83 of the 256 byte values occur in the corpus. A model that spreads its "
+               "bets evenly over exactly those 83 bytes (and gives the others nothing): what "
+               "is its loss, in nats per byte, on text that uses only them?",
+        after="distinct bytes used",
+        value=4.419, tolerance=0.005, unit="nats",
+        why="every byte that occurs gets p = 1/83, and −ln(1/83) = ln 83 ≈ 4.419: better than "
+            "ln 256 = 5.545, worse than the byte frequencies' 3.34, which also know that a "
+            "space is far likelier than a 'z'.",
+        wrong=((5.5, 5.6, "ln 256 spreads the bets over all 256 bytes; this model gives the "
+                          "173 unused ones nothing."),
+               (3.3, 3.35, "that is the byte-frequency baseline, which gives each byte its own "
+                           "frequency; an even spread over 83 bytes does not know the "
+                           "frequencies."),
+               (6.3, 6.4, "that is the logarithm base 2, bits; the lesson measures in nats, "
+                          "with the natural logarithm.")),
+        otherwise="every position gets the same probability; take −ln of it."),
+    "06-offbyone": Choice(
+        prompt="Trained with unshifted targets (the inputs themselves), the model's training "
+               "loss fell below 0.2, and its next-byte validation loss ended above ln 256 = "
+               "5.545, worse than guessing evenly (the lesson asserts both). Why worse than "
+               "guessing?",
+        after="## 6. The off-by-one pitfall",
+        choices={
+            "a": ("it overfitted the training text, so it fails on the validation text",
+                  "its loss was near 0 on a copying task, which is as easy on validation text "
+                  "as on training text; what it learned is the wrong task, not the training "
+                  "text."),
+            "b": ("it confidently predicts that the byte it sees comes again, so the real next "
+                  "byte gets a tiny probability",
+                  "a model that puts almost all its probability on one wrong byte is punished "
+                  "by −ln p far more than one that spreads it evenly; its samples repeated one "
+                  "byte."),
+            "c": ("the validation text uses bytes the training text never does",
+                  "only 2 validation bytes never occur in the training text, and the shifted "
+                  "model's validation loss on the same text was below ln 256."),
+            "d": ("`evaluate` shifts the targets, which makes every model's loss higher",
+                  "evaluate shifts them correctly: that is the task that matters, and the "
+                  "shifted model scored below ln 256 on it."),
+        },
+        right="b"),
+    "06-warmup": Number(
+        prompt="Section 7's schedule: `max_lr` = 2e-3, 20 warm-up steps, 160 steps in all, "
+               "`min_lr_ratio` = 0.1; step 0 got 1.00e-04 and step 19 got 2.00e-03. What "
+               "learning rate does step 9 get?",
+        after="### Exercise 4: the learning-rate schedule",
+        value=1e-3, tolerance=1e-6,
+        why="the warm-up rises linearly from lr / warmup at step 0 to lr at step 19: "
+            "lr · (step + 1) / warmup = 2e-3 × 10 / 20 = 1e-3.",
+        wrong=((8.9e-4, 9.1e-4, "that is lr · step / warmup; the warm-up starts at "
+                                "lr / warmup on step 0, not at 0, so step s gets "
+                                "(s + 1) / warmup of the peak."),
+               (1.9e-3, 2.1e-3, "the peak is reached at the end of the warm-up, step 19; "
+                                "step 9 is still on the way up."),
+               (1.9e-4, 2.1e-4, "that is the floor, lr × min_lr_ratio, reached at the last "
+                                "step of the cosine decay.")),
+        otherwise="step 9 is inside the warm-up; the linear rise runs from step 0's value to "
+                  "step 19's."),
+}

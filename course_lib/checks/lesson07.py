@@ -327,3 +327,78 @@ HINTS = {
         "config.n_kv_heads, which is None then; and return an int.",
     ),
 }
+
+
+# Questions on this lesson's ideas: `answer("07-...", ...)` in the lesson's Questions section.
+from course_lib.checks.questions import Choice, Number  # noqa: E402
+
+QUESTIONS = {
+    "07-positions": Number(
+        prompt="Without a cache, step t (counting from 0) runs the model on all p + t tokens so "
+               "far. With a prompt of p = 10 tokens, how many positions do the steps that "
+               "generate n = 5 new tokens process in all?",
+        after="## 1. The trained model, and generation without a cache",
+        value=60, tolerance=0,
+        why="the steps run on 10, 11, 12, 13 and 14 positions: 60 in all, where a cached run "
+            "processes each position once.",
+        wrong=((50, 50, "that counts the prompt alone at every step; each step also reruns the "
+                        "tokens generated so far."),
+               (75, 75, "that runs every step at the final length of 15; the prefix grows one "
+                        "token per step."),
+               (15, 15, "that is about what a cached run processes, each position once; the "
+                        "uncached loop reruns the whole prefix."),
+               (65, 65, "that counts one step too many: 5 new tokens take 5 steps, t = 0 to "
+                        "4.")),
+        otherwise="add up p + t for each of the 5 steps."),
+    "07-kv": Number(
+        prompt="Section 5's formula: 2 × layers × KV heads × head size × bytes per value. "
+               "How many bytes per token does the cache of GPT-2 small take (12 layers, 12 "
+               "heads of 64, every head its own keys and values) in float16?",
+        after="### Exercise 3: the cache's bytes per token",
+        value=36_864, tolerance=0, unit="bytes",
+        why="2 (keys and values) × 12 layers × 12 heads × 64 × 2 bytes = 36,864 bytes, 36 KiB "
+            "a token.",
+        wrong=((18_432, 18_432, "that leaves out the factor 2: the cache keeps keys *and* "
+                                "values."),
+               (73_728, 73_728, "that is float32, 4 bytes a value; float16 takes 2."),
+               (3_072, 3_072, "that is one layer's worth; every layer keeps its own keys and "
+                              "values.")),
+        otherwise="multiply the five factors of the formula."),
+    "07-speedup": Choice(
+        prompt="For 384 new tokens the uncached run processes about 200 times as many "
+               "positions as the cached one, yet section 4 measured the cache only a few times "
+               "faster. What did it find as the reason?",
+        after="## 4. What the cache buys: time per token",
+        choices={
+            "a": ("reading the cache from memory is slower than recomputing it",
+                  "a cached step at width 8 took almost the time of one at width 64: the time "
+                  "is not spent on the cache's data."),
+            "b": ("the cached loop recomputes the keys of the prefix too",
+                  "its logits equal a full pass while it computes only the new token's "
+                  "query, key and value; the cache holds the rest."),
+            "c": ("each step of a tiny model costs mostly a fixed overhead, which the cache "
+                  "cannot remove",
+                  "a cached step at width 8 took nearly the time of one at width 64: the step "
+                  "is mostly overhead, and the cache removes only work."),
+            "d": ("timing noise on a busy machine",
+                  "the lesson took medians over repeats in turns, and the fixed cost showed "
+                  "in every measurement: a cause, not noise."),
+        },
+        right="c"),
+    "07-topk": Choice(
+        prompt="Section 7's explorer samples with a temperature and `top_k`. What does "
+               "`generate(model, prompt, n, temperature=0.8, top_k=1)` produce?",
+        after="## 7. Explore: temperature and top-k",
+        choices={
+            "a": ("the same tokens as greedy decoding, temperature 0",
+                  "top_k = 1 keeps only the likeliest token, so sampling from what is left "
+                  "always picks it (the generator's seed does not matter)."),
+            "b": ("a different sample for every seed, a little less random than top_k = 3",
+                  "with one token left there is nothing to draw between: every seed gives the "
+                  "same tokens."),
+            "c": ("an error: top_k needs temperature 0",
+                  "generate accepts any temperature with top_k; only a top_k below 1 is "
+                  "refused."),
+        },
+        right="a"),
+}

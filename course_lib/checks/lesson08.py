@@ -294,3 +294,71 @@ HINTS = {
         "@ v; return (B, H, T, D) in q's dtype without changing the inputs.",
     ),
 }
+
+
+# Questions on this lesson's ideas: `answer("08-...", ...)` in the lesson's Questions section.
+from course_lib.checks.questions import Choice, Number  # noqa: E402
+
+QUESTIONS = {
+    "08-rms": Number(
+        prompt="RMSNorm with weight 1 and ε = 0 of one position's features `[1, 2, 3, 4]`: "
+               "what is its first entry?",
+        after="## 2. RMSNorm: LayerNorm without the mean",
+        value=0.3651, tolerance=0.0005,
+        why="the root mean square is √((1 + 4 + 9 + 16) / 4) = √7.5 ≈ 2.739, and 1 / 2.739 ≈ "
+            "0.365; RMSNorm does not subtract the mean.",
+        wrong=((-1.35, -1.33, "that is LayerNorm, which centres first; RMSNorm = LayerNorm "
+                              "without the mean."),
+               (0.18, 0.185, "that divides by the vector's length √30; the root mean square "
+                             "divides the sum of squares by C before the square root."),
+               (0.099, 0.101, "that divides by the sum of the features; RMSNorm divides by "
+                              "their root mean square."),
+               (0.4, 0.401, "that divides by the mean, 2.5; RMSNorm divides by the root of "
+                            "the mean of the squares.")),
+        otherwise="square the features, take their mean and its square root, then divide."),
+    "08-swiglu": Number(
+        prompt="SwiGLU has three matrices of C × d_ff. Which hidden width d_ff gives it exactly "
+               "the 8C² weights of a GELU MLP of width 4C, for C = 96?",
+        after="## 3. SwiGLU: an MLP with a gate",
+        value=256, tolerance=0,
+        why="3 · C · d_ff = 8C² gives d_ff = 8C / 3 = 256, and 3 × 96 × 256 = 73,728 = 8 × 96².",
+        wrong=((384, 384, "4C is the GELU MLP's width; with three matrices it would hold 12C² "
+                          "weights."),
+               (192, 192, "2C gives 6C² weights with three matrices."),
+               (336, 336, "3.5C is Llama 3 8B's choice, wider than the width that keeps 8C².")),
+        otherwise="set 3 · C · d_ff equal to 8C² and solve for d_ff."),
+    "08-kv70b": Number(
+        prompt="Llama 3 70B: 80 layers, 64 query heads sharing 8 key/value heads, head size "
+               "128, the cache in bfloat16. How many KiB per token does its KV cache take?",
+        after="## 5. Grouped-query attention and the KV cache",
+        value=320, tolerance=0, unit="KiB",
+        why="2 × 80 layers × 8 KV heads × 128 × 2 bytes = 327,680 bytes = 320 KiB a token: "
+            "with grouped-query attention only the 8 key/value heads are cached.",
+        wrong=((2_560, 2_560, "that caches all 64 heads; with grouped-query attention only the "
+                              "8 key/value heads keep keys and values."),
+               (160, 160, "that leaves out the factor 2: keys and values are both cached."),
+               (640, 640, "that is 4 bytes a value, float32; bfloat16 takes 2."),
+               (327_680, 327_680, "that is in bytes; the question asks KiB (1,024 bytes).")),
+        otherwise="multiply 2 × layers × KV heads × head size × bytes, then divide by 1,024."),
+    "08-swiglu-lag": Choice(
+        prompt="In the short ablation, suppose the SwiGLU row ends above the baseline, as it "
+               "did in the run saved with the lesson. Which explanation did the lesson "
+               "measure, as a likely part of the story?",
+        after="## 6. The ablation: one swap at a time",
+        choices={
+            "a": ("SwiGLU is worse than GELU in general",
+                  "at scale, Shazeer (2020) found the gated MLPs reach a lower perplexity; "
+                  "three seeds of 120 steps on a tiny model do not rank parts in general."),
+            "b": ("it has many more parameters, so it learns more slowly",
+                  "with d_ff = 171 it has slightly fewer parameters than the GELU MLP "
+                  "(119,552 against 120,064 in the model)."),
+            "c": ("at initialisation the SwiGLU MLP writes far less into the stream (8 times "
+                  "less, measured), and 120 steps give it little time to grow",
+                  "its output is a product of two projections that both start small, so it "
+                  "starts quiet; 'Try next' proposes the experiment that would test this."),
+            "d": ("it is noise: another seed would reverse it",
+                  "in that run it ended higher for every seed, with a spread across seeds far "
+                  "smaller than its gap to the baseline."),
+        },
+        right="c"),
+}

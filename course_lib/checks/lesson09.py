@@ -257,3 +257,74 @@ HINTS = {
         "(T, T) score matrix or a block of all keys at once.",
     ),
 }
+
+
+# Questions on this lesson's ideas: `answer("09-...", ...)` in the lesson's Questions section.
+from course_lib.checks.questions import Choice, Number  # noqa: E402
+
+QUESTIONS = {
+    "09-train-memory": Number(
+        prompt="Training with AdamW takes 16 bytes per parameter before activations. Mistral 7B "
+               "v0.3 has 7,248,023,552 parameters: how many GiB does training it take, by that "
+               "rule?",
+        after="## 3. Memory",
+        value=108.0, tolerance=0.5, unit="GiB",
+        why="7,248,023,552 × 16 bytes = 115,968,376,832 bytes, divided by 2³⁰ bytes per GiB: "
+            "about 108 GiB, more than one 80 GB GPU holds.",
+        wrong=((115.5, 116.5, "that is in GB, 10⁹ bytes; a GiB is 2³⁰ = 1,073,741,824 bytes."),
+               (13.0, 14.0, "that is its bfloat16 weights alone; training also keeps gradients, "
+                            "master weights and AdamW's two moments."),
+               (26.5, 27.5, "that is float32 weights alone, 4 bytes a parameter; AdamW's "
+                            "moments and the gradients come on top.")),
+        otherwise="multiply the parameters by 16 bytes, then divide by 1,073,741,824."),
+    "09-attn-flops": Number(
+        prompt="Attention's own arithmetic is 4·L·C·context FLOPs per token in the forward "
+               "pass. How many MFLOP (millions) per token is that for GPT-2 small (L = 12, "
+               "C = 768) at a context of 1,024?",
+        after="## 2. FLOPs",
+        value=37.75, tolerance=0.05, unit="MFLOP",
+        why="4 × 12 × 768 × 1,024 = 37,748,736 FLOPs, small beside the 2N ≈ 249 MFLOP of its "
+            "weights: attention is half of the forward pass only past about 6,700 tokens.",
+        wrong=((18.8, 18.95, "that is 2·L·C·context, the scores alone; the weighted sum of the "
+                             "values costs as much again."),
+               (113, 113.5, "that is the training figure, 3 times the forward's."),
+               (248, 250, "that is 2N, the weights' share; the question asks the attention "
+                          "term.")),
+        otherwise="multiply 4 × L × C × context, then divide by a million."),
+    "09-decode-bound": Choice(
+        prompt="Section 5 decoded a 200 MB model at batch 1 on this CPU. What set its time per "
+               "token?",
+        after="## 5. The roofline: compute or bandwidth?",
+        choices={
+            "a": ("the arithmetic: FLOPs per token over the matmul peak",
+                  "compute alone would have taken about a millisecond per token, many times "
+                  "less than measured: at half a FLOP per byte the arithmetic units wait."),
+            "b": ("reading every weight from memory once per token: bytes over bandwidth",
+                  "decode at batch 1 does about half a FLOP per byte of weights, far below "
+                  "the machine's balance point; the time predicted from bandwidth was within "
+                  "a small factor of the measured one."),
+            "c": ("attention over the growing context",
+                  "at short contexts attention's arithmetic is a rounding error next to the "
+                  "weights' (section 2)."),
+            "d": ("Python's fixed overhead per step",
+                  "that dominates a tiny model (section 5's width-128 TinyLM); at 200 MB the "
+                  "weights take far longer to read than the overhead."),
+        },
+        right="b"),
+    "09-tiled": Choice(
+        prompt="Tiled attention with an online softmax (exercise 2) against the naive version "
+               "at the same T: what does it change?",
+        after="## 4. The FlashAttention idea: softmax one block at a time",
+        choices={
+            "a": ("it never holds the T × T matrix, so its peak memory stops growing as T²; "
+                  "the arithmetic stays",
+                  "it computes the same result block by block, rescaling the running sums; "
+                  "the FLOPs are the same, the memory far smaller."),
+            "b": ("it does fewer FLOPs, since it skips most of the scores",
+                  "every query still meets every key it may see; the tiles change what is "
+                  "held at once, not what is computed."),
+            "c": ("it gives a slightly different, approximate result",
+                  "the online softmax is exact: yours matched the fused kernel to 1e-5."),
+        },
+        right="a"),
+}

@@ -157,3 +157,68 @@ HINTS = {
         "six sub-layer names, transposing the weights that are matrices.",
     ),
 }
+
+
+# Questions on this lesson's ideas: `answer("10-...", ...)` in the lesson's Questions section.
+from course_lib.checks.questions import Choice, Number  # noqa: E402
+
+QUESTIONS = {
+    "10-transpose": Choice(
+        prompt="Leaving block 0's attention output matrix untransposed moved the logits far "
+               "beyond rounding, without any error. Why can forgetting to transpose a GPT-2 "
+               "weight go unnoticed by the shapes?",
+        after="one mistake a port can make without any error",
+        choices={
+            "a": ("GPT-2's Conv1D stores (in, out) and nn.Linear (out, in), and a C × C matrix "
+                  "fits either way",
+                  "the square attention projection has the same shape transposed or not, so "
+                  "only a comparison of the logits catches it."),
+            "b": ("PyTorch transposes mismatched weights by itself",
+                  "PyTorch never does; a non-square matrix in the wrong layout raises a shape "
+                  "error, a square one computes something else."),
+            "c": ("the transpose only matters for speed, not for the result",
+                  "x W and x Wᵀ are different products: the logits moved over a hundred times "
+                  "further than the correct port's rounding."),
+        },
+        right="a"),
+    "10-embedding": Number(
+        prompt="GPT-2 small's embedding (50,257 × 768) is 31% of its parameters. What "
+               "percentage is the embedding (50,257 × 1,024) of GPT-2 medium's 354,823,168?",
+        after="## 4. Tokens: bytes against BPE",
+        value=14.5, tolerance=0.1, unit="%",
+        why="50,257 × 1,024 = 51,463,168, 14.5% of 354,823,168: the blocks grow as L·C² and "
+            "the embedding only as C, so the share shrinks as models grow.",
+        wrong=((30.5, 31.5, "that is GPT-2 small's share; medium is wider and deeper, and the "
+                            "blocks grow faster than the embedding."),
+               (28.5, 29.5, "that counts the embedding twice; the head is tied to it."),
+               (0.14, 0.15, "that is a fraction, not a percentage.")),
+        otherwise="divide V·C by the total and multiply by 100."),
+    "10-encoder": Choice(
+        prompt="Section 5 changed the last source token's value. In an encoder (no mask), "
+               "which outputs changed?",
+        after="## 5. Three families of transformer",
+        choices={
+            "a": ("only the last position's",
+                  "that is the causal stack: a position there cannot read later ones, so only "
+                  "the last sees its own change."),
+            "b": ("none: the value is only read when the token is queried",
+                  "every query reads every value it may see, weighted; changing one value "
+                  "moves every output that reads it."),
+            "c": ("every position's, the first included",
+                  "without a mask every position reads every other, the last one too: "
+                  "positions 0 to 6 all moved."),
+        },
+        right="c"),
+    "10-targets": Number(
+        prompt="A masked-token encoder learns from the 15% of positions it masks. On average, "
+               "how many targets does it get from one sequence of 512 tokens (a decoder-only "
+               "model gets 512)?",
+        after="The objectives differ as much as the masks",
+        value=76.8, tolerance=0.1,
+        why="15% of 512 is 76.8: a decoder-only model scores every position, an encoder only "
+            "the ones it hid.",
+        wrong=((511, 513, "that is the decoder-only count, every position a target."),
+               (435, 435.5, "that counts the 85% left unmasked; those are inputs, not "
+                            "targets.")),
+        otherwise="take 15% of the 512 positions."),
+}
