@@ -20,6 +20,8 @@ from course_lib.checks.lesson07 import (check_cached_attention_step, check_greed
 from course_lib.checks.lesson08 import check_grouped_query_attention, check_rms_norm, check_swiglu
 from course_lib.checks.lesson09 import check_params_from_config, check_tiled_attention
 from course_lib.checks.lesson10 import check_gpt2_to_tinylm
+from course_lib.checks.lesson11 import (check_best_pair, check_count_pairs, check_decode_tokens,
+                                        check_encode_piece, check_merge_pair)
 from course_lib.checks.hints import hint, solution
 from course_lib.checks.questions import answer
 
@@ -35,5 +37,7 @@ __all__ = [
     "check_rms_norm", "check_swiglu", "check_grouped_query_attention",
     "check_params_from_config", "check_tiled_attention",
     "check_gpt2_to_tinylm",
+    "check_count_pairs", "check_best_pair", "check_merge_pair", "check_encode_piece",
+    "check_decode_tokens",
     "hint", "solution", "answer",
 ]

@@ -1,0 +1,422 @@
+"""Checkers for lesson 11, tokenization: the pieces of byte-pair encoding, written by the learner."""
+import copy
+import numbers
+from collections.abc import Mapping
+
+from course_lib.checks.core import Checker
+
+
+def _ids(c, got, case, what="the result"):
+    """The learner's list (or tuple) of ids as a list of ints, or feedback that it isn't one."""
+    __tracebackhide__ = True
+    if isinstance(got, (bytes, bytearray, str)) or not isinstance(got, (list, tuple)):
+        c.fail(f"{what} should be a list of token ids", case=case, got=type(got).__name__,
+               hint="build a new list: start with out = [] and append one id at a time")
+    if not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in got):
+        c.fail(f"{what} should hold integer token ids", case=case, got=repr(list(got))[:80],
+               hint="append the ids themselves (ints), not pairs or lists of them")
+    c.ok()
+    return [int(i) for i in got]
+
+
+def _call_unchanged(c, fn, args, case, **kw):
+    """fn(*args) on deep copies, with feedback when it changes a list or dict argument in place."""
+    __tracebackhide__ = True
+    before = copy.deepcopy(args)
+    passed = copy.deepcopy(args)
+    got = c.call(*passed, case=case, **kw)
+    for i, (was, now) in enumerate(zip(before, passed)):
+        if was != now:
+            c.fail(f"your function changed its argument {i + 1} in place", case=case,
+                   expected=repr(was)[:80], got=repr(now)[:80],
+                   hint="build a new list or dict for the result; the caller still needs "
+                        "its input as it was (the next merge reads it again)")
+    return got
+
+
+# Exercise: count_pairs(pieces) -> {(a, b): count}
+
+def _count(pieces, across=False, weighted=True, distinct=False, skip_last=False):
+    counts = {}
+
+    def add(word, f):
+        pairs = list(zip(word, word[1:]))
+        if skip_last:
+            pairs = pairs[:-1]
+        if distinct:
+            pairs = list(dict.fromkeys(pairs))
+        for p in pairs:
+            counts[p] = counts.get(p, 0) + (f if weighted else 1)
+
+    if across:
+        add([t for piece, f in pieces.items() for _ in range(f if weighted else 1)
+             for t in piece], 1)
+    else:
+        for piece, f in pieces.items():
+            add(list(piece), f)
+    return counts
+
+
+_COUNT_HINTS = [
+    (dict(across=True, weighted=False), "pairs are counted across piece boundaries: a pair is "
+                                        "two neighbours inside one piece; the last id of a "
+                                        "piece and the first of the next are never a pair"),
+    (dict(across=True), "pairs are counted across piece boundaries: a pair is two neighbours "
+                        "inside one piece; the last id of a piece and the first of the next "
+                        "are never a pair (count each piece on its own)"),
+    (dict(weighted=False), "each piece is counted once, whatever its frequency: pieces[piece] "
+                           "says how often it occurs, so add that number for each of its pairs"),
+    (dict(distinct=True), "a pair that occurs twice in a piece counts twice: (7, 7, 7) holds "
+                          "(7, 7) at positions 0 and 1 (counting is not merging)"),
+    (dict(skip_last=True), "the last pair of each piece is missing: a piece of n ids has n - 1 "
+                           "pairs, zip(piece, piece[1:]) gives all of them"),
+]
+
+_COUNT_CASES = [
+    ({(104, 105): 1}, "one piece 'hi' seen once"),
+    ({(1, 2, 3): 2, (2, 3): 1}, "two pieces, one of them seen twice"),
+    ({(7, 7, 7): 1}, "a repeated id: (7, 7, 7) seen once"),
+    ({(1, 2): 1, (3, 4): 1}, "two pieces that must not be joined"),
+    ({(5,): 4, (5, 6): 1, (): 2}, "a piece of one id, and an empty one"),
+    ({}, "no pieces at all"),
+    ({(32, 116, 104, 101): 5, (116, 104, 101): 2, (32, 116, 111): 3, (104, 101, 104, 101): 1},
+     "' the' x5, 'the' x2, ' to' x3, 'hehe' x1"),
+]
+
+
+def check_count_pairs(fn):
+    """Check count_pairs(pieces) -> {(a, b): how often a is followed by b inside the pieces}."""
+    __tracebackhide__ = True
+    c = Checker("count_pairs", fn)
+    for pieces, words in _COUNT_CASES:
+        case = f"count_pairs({pieces}), {words}"
+        got = _call_unchanged(c, fn, (pieces,), case)
+        if not isinstance(got, Mapping):
+            c.fail("the result should be a dict {(a, b): count}", case=case,
+                   got=type(got).__name__, hint="return a dict whose keys are pairs (a, b) "
+                                                "and values their counts")
+        got = {k: v for k, v in got.items() if v != 0}
+        if not all(isinstance(k, tuple) and len(k) == 2 for k in got):
+            c.fail("the keys should be pairs (a, b) of ids", case=case, got=repr(list(got))[:80],
+                   hint="key the counts by the tuple (piece[i], piece[i + 1])")
+        c.ok()
+        want = _count(pieces)
+        if got != want:
+            hint = next((h for kw, h in _COUNT_HINTS if _count(pieces, **kw) == got != want),
+                        "count every adjacent pair (piece[i], piece[i + 1]) of every piece, "
+                        "adding the piece's frequency each time")
+            c.fail("the counts are not right", case=case, expected=want, got=got,
+                   hint=hint)
+        c.ok()
+    c.done()
+
+
+# Exercise: best_pair(counts) -> the pair to merge next
+
+_BEST_CASES = [
+    ({(1, 2): 3, (2, 3): 5, (3, 4): 1}, "one clear winner"),
+    ({(5, 9): 4, (3, 7): 4, (3, 2): 1}, "a tie at 4"),
+    ({(3, 9): 4, (3, 7): 4}, "a tie between pairs with the same first id"),
+    ({(9, 1): 2, (1, 9): 2, (4, 4): 2}, "a three-way tie"),
+    ({(200, 300): 7}, "a single pair"),
+]
+
+
+def _one_pair(c, got, case):
+    __tracebackhide__ = True
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        c.fail("the result should be one pair (a, b)", case=case, got=repr(got)[:80],
+               hint="return the pair itself, a key of counts, not its count")
+    c.ok()
+    return tuple(got)
+
+
+def check_best_pair(fn):
+    """Check best_pair(counts) -> the most frequent pair, ties going to the smallest pair."""
+    __tracebackhide__ = True
+    c = Checker("best_pair", fn)
+    for counts, words in _BEST_CASES:
+        top = max(counts.values())
+        tied = sorted(p for p, n in counts.items() if n == top)
+        want = tied[0]
+        got = {}
+        for order in ("as written", "in reverse order"):
+            given = counts if order == "as written" else dict(reversed(list(counts.items())))
+            case = f"best_pair({given}), {words}, the pairs {order}"
+            got[order] = _one_pair(c, _call_unchanged(c, fn, (given,), case), case)
+        if got["as written"] == got["in reverse order"] == want:
+            c.ok()
+            continue
+        order = "as written" if got["as written"] != want else "in reverse order"
+        given = counts if order == "as written" else dict(reversed(list(counts.items())))
+        case = f"best_pair({given}), {words}, the pairs {order}"
+        mine = got[order]
+        if mine not in counts or counts[mine] != top:
+            hint = ("that is the least frequent pair: merge the MOST frequent one"
+                    if mine in counts and counts[mine] == min(counts.values()) else
+                    "return the pair with the highest count")
+        elif got["as written"] != got["in reverse order"]:
+            other = got["in reverse order" if order == "as written" else "as written"]
+            hint = (f"ties broken inconsistently: the answer changed with the order in which the "
+                    f"pairs were counted (in the other order you returned {other}; max with "
+                    f"key=counts.get keeps the first it meets); "
+                    f"break ties by the smallest pair, e.g. min(counts, key=lambda p: "
+                    f"(-counts[p], p))")
+        elif mine == tied[-1]:
+            hint = ("ties go to the smallest pair (compare a first, then b), not the largest: "
+                    "min over the tied pairs, or max with the key (count, -a, -b)")
+        else:
+            hint = "among the tied pairs take the smallest, comparing a first, then b"
+        c.fail("the pair to merge is not right", case=case, expected=want, got=mine, hint=hint)
+    c.done()
+
+
+# Exercise: merge_pair(ids, pair, new_id) -> ids with each occurrence of pair replaced
+
+def _merge(ids, pair, new_id):
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+def _merge_overlapping(ids, pair, new_id):
+    out, i = [], 0
+    while i < len(ids):
+        merged = i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair)
+        out.append(new_id if merged else ids[i])
+        i += 1  # a merged pair's second id is looked at again
+    return out
+
+
+def _merge_drops_last(ids, pair, new_id):
+    out, i = [], 0
+    while i < len(ids) - 1:
+        if (ids[i], ids[i + 1]) == tuple(pair):
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+def _merge_from_right(ids, pair, new_id):
+    back = _merge(ids[::-1], pair[::-1], new_id)
+    return back[::-1]
+
+
+def _merge_first(ids, pair, new_id):
+    for i in range(len(ids) - 1):
+        if (ids[i], ids[i + 1]) == tuple(pair):
+            return ids[:i] + [new_id] + ids[i + 2:]
+    return list(ids)
+
+
+def _merge_either_order(ids, pair, new_id):
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and {ids[i], ids[i + 1]} == set(pair) and ids[i] != ids[i + 1]:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+_MERGE_HINTS = [
+    (_merge_from_right, "the merge went from right to left: scan from the left, so (7, 7, 7) "
+                        "with the pair (7, 7) becomes [new_id, 7]"),
+    (_merge_overlapping, "the merge was applied overlapping: once two ids are merged, the "
+                         "second cannot start another pair; skip past both (i += 2)"),
+    (_merge_first, "only the first occurrence was merged: replace every occurrence of the pair"),
+    (_merge_either_order, "the pair is ordered: (1, 2) merges 1 followed by 2, never 2 "
+                          "followed by 1"),
+    (_merge_drops_last, "the last id is lost: when the scan reaches the last id without a "
+                        "pair, append it too"),
+]
+
+_MERGE_CASES = [
+    ([1, 2, 3, 1, 2], (1, 2), 9, "two occurrences"),
+    ([5, 1, 2], (1, 2), 9, "the pair at the end"),
+    ([7, 7, 7], (7, 7), 9, "three equal ids"),
+    ([7, 7, 7, 7], (7, 7), 9, "four equal ids"),
+    ([2, 1, 2, 1], (1, 2), 300, "the pair's reverse next to it"),
+    ([4, 5, 6], (1, 2), 9, "no occurrence"),
+    ([3], (1, 2), 9, "one id"),
+    ([], (1, 2), 9, "no ids"),
+    ([104, 101, 32, 104, 101, 104, 101], (104, 101), 256, "'he he' as bytes with 'hehe'"),
+]
+
+
+def check_merge_pair(fn):
+    """Check merge_pair(ids, pair, new_id): every occurrence merged, left to right, no overlaps."""
+    __tracebackhide__ = True
+    c = Checker("merge_pair", fn)
+    for ids, pair, new_id, words in _MERGE_CASES:
+        case = f"merge_pair({ids}, {pair}, {new_id}), {words}"
+        got = _ids(c, _call_unchanged(c, fn, (list(ids), pair, new_id), case), case)
+        want = _merge(ids, pair, new_id)
+        if got != want:
+            hint = next((h for wrong, h in _MERGE_HINTS if ids and wrong(list(ids), pair, new_id)
+                         == got != want), "walk the ids from the left: where ids[i], ids[i + 1] "
+                                          "is the pair, append new_id and step 2; otherwise "
+                                          "append ids[i] and step 1")
+            c.fail("the merged ids are not right", case=case, expected=want, got=got, hint=hint)
+        c.ok()
+    c.done()
+
+
+# Exercise: encode_piece(ids, merges) -> the ids after the merges, lowest rank first
+
+def encode_with_ranks(ids, merges):
+    """The reference: while a pair has a merge, merge the one of lowest rank (merges[k] -> 256 + k)."""
+    ranks = {tuple(p): k for k, p in enumerate(merges)}
+    ids = list(ids)
+    while len(ids) > 1:
+        pair = min(zip(ids, ids[1:]), key=lambda p: ranks.get(p, len(ranks)))
+        if pair not in ranks:
+            break
+        ids = _merge(ids, pair, 256 + ranks[pair])
+    return ids
+
+
+def _leftmost_first(ids, merges):
+    ranks = {tuple(p): k for k, p in enumerate(merges)}
+    while True:
+        found = next((p for p in zip(ids, ids[1:]) if p in ranks), None)
+        if found is None:
+            return ids
+        ids = _merge(ids, found, 256 + ranks[found])
+
+
+def _highest_first(ids, merges):
+    ranks = {tuple(p): k for k, p in enumerate(merges)}
+    while True:
+        present = [p for p in zip(ids, ids[1:]) if p in ranks]
+        if not present:
+            return ids
+        pair = max(present, key=ranks.get)
+        ids = _merge(ids, pair, 256 + ranks[pair])
+
+
+def _one_merge(ids, merges):
+    ranks = {tuple(p): k for k, p in enumerate(merges)}
+    present = [p for p in zip(ids, ids[1:]) if p in ranks]
+    if not present:
+        return ids
+    pair = min(present, key=ranks.get)
+    return _merge(ids, pair, 256 + ranks[pair])
+
+
+def _rank_as_id(ids, merges):
+    ranks = {tuple(p): k for k, p in enumerate(merges)}
+    out = encode_with_ranks(ids, merges)
+    back = {256 + k: k for k in ranks.values()}
+    return [back.get(t, t) for t in out]
+
+
+_ENCODE_HINTS = [
+    (_leftmost_first, "the first pair found from the left was merged, not the pair of lowest "
+                      "rank: among the pairs present, merge the one whose merge was learned "
+                      "first (smallest index in merges)"),
+    (_highest_first, "the merges were applied latest first: the lowest rank (the earliest "
+                     "merge in the list) goes first, because later merges were learned on "
+                     "text where the earlier ones had already been made"),
+    (_one_merge, "only one merge was made: repeat until no adjacent pair has a merge"),
+    (_rank_as_id, "merge k makes token 256 + k, not k: ids 0 to 255 are the bytes"),
+]
+
+_ENCODE_CASES = [
+    ([97, 98], [(97, 98)], "'ab' with the one merge (a, b)"),
+    ([97, 98, 99], [(97, 98), (98, 99), (256, 99)], "'abc', where 'ab' then 'ab' + 'c' merge"),
+    ([97, 98, 99], [(98, 99), (97, 98)], "'abc', where (b, c) was learned before (a, b)"),
+    ([97, 97, 97, 97, 97], [(97, 97), (256, 256)], "'aaaaa' with 'aa' and 'aaaa'"),
+    ([120, 121], [(97, 98)], "no pair has a merge"),
+    ([], [(97, 98)], "no ids"),
+    ([104], [(104, 105)], "one id"),
+    (list(b" the then"), [(116, 104), (32, 256), (256, 101), (257, 101), (258, 110)],
+     "' the then' with five merges"),
+    (list(b"abcd"), [(99, 100), (98, 99), (97, 98), (256, 98)],
+     "'abcd', merges learned right to left"),
+]
+
+
+def check_encode_piece(fn):
+    """Check encode_piece(ids, merges): merges applied lowest rank first, merges[k] -> 256 + k."""
+    __tracebackhide__ = True
+    c = Checker("encode_piece", fn)
+    for ids, merges, words in _ENCODE_CASES:
+        case = f"encode_piece({ids}, merges={merges}), {words}"
+        got = _ids(c, _call_unchanged(c, fn, (list(ids), list(merges)), case), case)
+        want = encode_with_ranks(ids, merges)
+        if got != want:
+            hint = next((h for wrong, h in _ENCODE_HINTS if wrong(list(ids), merges) == got),
+                        "while some adjacent pair has a merge, take the pair whose merge comes "
+                        "first in merges (rank k) and merge all its occurrences into 256 + k")
+            c.fail("the encoded ids are not right", case=case, expected=want, got=got, hint=hint)
+        c.ok()
+    c.done()
+
+
+# Exercise: decode_tokens(ids, vocab) -> str
+
+def _vocab():
+    vocab = [bytes([b]) for b in range(256)]
+    vocab += [b"caf\xc3", b"\xa9!", b" th", b"\xe2\x82", b"\xac"]  # 256-260
+    return vocab
+
+
+_DECODE_CASES = [
+    ([104, 105], "'hi', two byte tokens"),
+    ([256, 257], "'café!' with é split across two tokens"),
+    ([258, 101, 32, 259, 260], "' the €', € split across two tokens"),
+    ([255, 104, 105], "a byte that is not UTF-8 (0xff), then 'hi'"),
+    ([104, 195], "'h' then the first half of a two-byte character"),
+    ([], "no ids"),
+]
+
+
+def check_decode_tokens(fn):
+    """Check decode_tokens(ids, vocab): the bytes joined, then decoded as UTF-8 with replacement."""
+    __tracebackhide__ = True
+    c = Checker("decode_tokens", fn)
+    vocab = _vocab()
+    for ids, words in _DECODE_CASES:
+        case = f"decode_tokens({ids}, vocab), {words}; vocab[256:] = {vocab[256:]}"
+        got = _call_unchanged(c, fn, (list(ids), vocab), case,
+                              crash_hint="join the tokens' bytes first, then decode once with "
+                                         "errors='replace': bytes that are not valid UTF-8 "
+                                         "(a lone 0xff, half a character) make a strict "
+                                         "decode raise")
+        if isinstance(got, (bytes, bytearray)):
+            c.fail("the result is bytes, not text", case=case, got=repr(got),
+                   hint="decode the joined bytes: .decode('utf-8', errors='replace')")
+        if not isinstance(got, str):
+            c.fail("the result should be a str", case=case, got=type(got).__name__,
+                   hint="join the bytes of the tokens and decode them to a str")
+        c.ok()
+        joined = b"".join(vocab[i] for i in ids)
+        want = joined.decode("utf-8", errors="replace")
+        if got == want:
+            c.ok()
+            continue
+        per_token = "".join(vocab[i].decode("utf-8", errors="replace") for i in ids)
+        if got == joined.decode("utf-8", errors="ignore"):
+            hint = ("bytes that are not valid UTF-8 were dropped: decode with errors='replace' "
+                    "so each shows as \ufffd and the reader sees that something was there")
+        elif got == per_token:
+            hint = ("each token was decoded on its own, which breaks a character whose bytes "
+                    "span two tokens: join all the bytes first, then decode once")
+        elif got == joined.decode("latin-1"):
+            hint = "the bytes were decoded as Latin-1: decode them as UTF-8"
+        else:
+            hint = "b''.join(vocab[i] for i in ids).decode('utf-8', errors='replace')"
+        c.fail("the text is not right", case=case, expected=want, got=got, hint=hint)
+    c.done()

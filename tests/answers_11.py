@@ -1,0 +1,258 @@
+"""Answers to lesson 11's exercises (tokenization), for testing the graders."""
+from answers import Wrong
+
+REFERENCE = {
+    "count_pairs": """\
+counts = {}
+for piece, n in pieces.items():
+    for pair in zip(piece, piece[1:]):
+        counts[pair] = counts.get(pair, 0) + n
+return counts""",
+    "best_pair": """\
+return min(counts, key=lambda pair: (-counts[pair], pair))""",
+    "merge_pair": """\
+out, i = [], 0
+while i < len(ids):
+    if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
+        out.append(new_id)
+        i += 2
+    else:
+        out.append(ids[i])
+        i += 1
+return out""",
+    "encode_piece": """\
+from course_lib.bpe import BPETokenizer
+return BPETokenizer(merges, pattern=None).encode_bytes(bytes(ids))""",
+    "decode_tokens": """\
+return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")""",
+}
+
+_MERGE = """\
+out, i = [], 0
+while i < len(ids):
+    if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
+        out.append(new_id)
+        i += {step}
+    else:
+        out.append(ids[i])
+        i += 1
+return out"""
+
+# encode_piece with a different choice of the pair to merge next
+_ENCODE = """\
+ranks = {{tuple(p): k for k, p in enumerate(merges)}}
+ids = list(ids)
+while True:
+    present = [p for p in zip(ids, ids[1:]) if p in ranks]
+    if not present:
+        return ids
+    pair = {choose}
+    new, out, i = 256 + ranks[pair], [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+            out.append(new)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    ids = out{after}"""
+
+WRONG = [
+    # count_pairs
+    Wrong("count_pairs", "pairs counted across piece boundaries", """\
+counts = {}
+ids = [t for piece, n in pieces.items() for _ in range(n) for t in piece]
+for pair in zip(ids, ids[1:]):
+    counts[pair] = counts.get(pair, 0) + 1
+return counts""", "counted across piece boundaries", inject=True),
+    Wrong("count_pairs", "all pieces joined once", """\
+ids = [t for piece in pieces for t in piece]
+counts = {}
+for pair in zip(ids, ids[1:]):
+    counts[pair] = counts.get(pair, 0) + 1
+return counts""", "counted across piece boundaries"),
+    Wrong("count_pairs", "frequencies ignored", """\
+counts = {}
+for piece in pieces:
+    for pair in zip(piece, piece[1:]):
+        counts[pair] = counts.get(pair, 0) + 1
+return counts""", "each piece is counted once"),
+    Wrong("count_pairs", "a pair counted once per piece", """\
+counts = {}
+for piece, n in pieces.items():
+    for pair in set(zip(piece, piece[1:])):
+        counts[pair] = counts.get(pair, 0) + n
+return counts""", "counts twice"),
+    Wrong("count_pairs", "the last pair left out", """\
+counts = {}
+for piece, n in pieces.items():
+    for i in range(len(piece) - 2):
+        pair = (piece[i], piece[i + 1])
+        counts[pair] = counts.get(pair, 0) + n
+return counts""", "the last pair of each piece is missing"),
+    Wrong("count_pairs", "keys as lists", """\
+return [([a, b], n) for piece, n in pieces.items() for a, b in zip(piece, piece[1:])]""",
+          "should be a dict"),
+    Wrong("count_pairs", "empties the input", """\
+counts = {}
+while pieces:
+    piece, n = pieces.popitem()
+    for pair in zip(piece, piece[1:]):
+        counts[pair] = counts.get(pair, 0) + n
+return counts""", "changed its argument 1 in place"),
+    # best_pair
+    Wrong("best_pair", "ties broken by the order of counting",
+          "return max(counts, key=counts.get)", "ties broken inconsistently", inject=True),
+    Wrong("best_pair", "ties to the largest pair",
+          "return max(counts, key=lambda p: (counts[p], p))", "not the largest"),
+    Wrong("best_pair", "the least frequent pair", "return min(counts, key=counts.get)",
+          "merge the MOST frequent one"),
+    Wrong("best_pair", "returns the count", "return max(counts.values())",
+          "should be one pair"),
+    Wrong("best_pair", "sorted by count alone, last wins",
+          "return sorted(counts, key=counts.get)[-1]", "ties broken inconsistently"),
+    # merge_pair
+    Wrong("merge_pair", "applied overlapping", _MERGE.format(step=1), "applied overlapping",
+          inject=True),
+    Wrong("merge_pair", "right to left", """\
+out, i = [], len(ids) - 1
+while i >= 0:
+    if i >= 1 and (ids[i - 1], ids[i]) == tuple(pair):
+        out.append(new_id)
+        i -= 2
+    else:
+        out.append(ids[i])
+        i -= 1
+return out[::-1]""", "right to left"),
+    Wrong("merge_pair", "the first occurrence only", """\
+for i in range(len(ids) - 1):
+    if (ids[i], ids[i + 1]) == tuple(pair):
+        return ids[:i] + [new_id] + ids[i + 2:]
+return ids""", "only the first occurrence"),
+    Wrong("merge_pair", "the last id dropped", """\
+out, i = [], 0
+while i < len(ids) - 1:
+    if (ids[i], ids[i + 1]) == tuple(pair):
+        out.append(new_id)
+        i += 2
+    else:
+        out.append(ids[i])
+        i += 1
+return out""", "the last id is lost"),
+    Wrong("merge_pair", "either order", """\
+out, i = [], 0
+while i < len(ids):
+    if i + 1 < len(ids) and sorted(ids[i:i + 2]) == sorted(pair) and ids[i] != ids[i + 1]:
+        out.append(new_id)
+        i += 2
+    else:
+        out.append(ids[i])
+        i += 1
+return out""", "the pair is ordered"),
+    Wrong("merge_pair", "edits the list in place", """\
+i = 0
+while i < len(ids) - 1:
+    if (ids[i], ids[i + 1]) == tuple(pair):
+        ids[i:i + 2] = [new_id]
+    i += 1
+return ids""", "changed its argument 1 in place"),
+    Wrong("merge_pair", "returns bytes", "return bytes(ids)", "should be a list of token ids"),
+    # encode_piece
+    Wrong("encode_piece", "the leftmost pair first",
+          _ENCODE.format(choose="present[0]", after=""), "the first pair found from the left",
+          inject=True),
+    Wrong("encode_piece", "the latest merge first",
+          _ENCODE.format(choose="max(present, key=ranks.get)", after=""), "latest first"),
+    Wrong("encode_piece", "one merge only",
+          _ENCODE.format(choose="min(present, key=ranks.get)", after="\n    return ids"),
+          "only one merge was made"),
+    Wrong("encode_piece", "merge k makes token k", """\
+for k, pair in enumerate(merges):
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
+            out.append(k)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    ids = out
+return ids""", "not k"),
+    # decode_tokens
+    Wrong("decode_tokens", "drops invalid bytes",
+          'return b"".join(vocab[i] for i in ids).decode("utf-8", errors="ignore")',
+          "were dropped", inject=True),
+    Wrong("decode_tokens", "each token decoded alone",
+          'return "".join(vocab[i].decode("utf-8", errors="replace") for i in ids)',
+          "each token was decoded on its own"),
+    Wrong("decode_tokens", "a strict decode", 'return b"".join(vocab[i] for i in ids).decode()',
+          "errors='replace'"),
+    Wrong("decode_tokens", "returns bytes", 'return b"".join(vocab[i] for i in ids)',
+          "the result is bytes"),
+    Wrong("decode_tokens", "Latin-1",
+          'return b"".join(vocab[i] for i in ids).decode("latin-1")', "as Latin-1"),
+]
+
+ALTERNATIVES = [
+    ("count_pairs", "collections.Counter", """\
+from collections import Counter
+counts = Counter()
+for piece, n in pieces.items():
+    for i in range(len(piece) - 1):
+        counts[piece[i], piece[i + 1]] += n
+return counts"""),
+    ("best_pair", "sorted by count, then pair", """\
+ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+return ranked[0][0]"""),
+    ("best_pair", "a loop", """\
+best = None
+for pair, n in counts.items():
+    if best is None or n > counts[best] or (n == counts[best] and pair < best):
+        best = pair
+return best"""),
+    ("merge_pair", "a for loop with a skip flag", """\
+out, skip = [], False
+for i, t in enumerate(ids):
+    if skip:
+        skip = False
+    elif i + 1 < len(ids) and t == pair[0] and ids[i + 1] == pair[1]:
+        out.append(new_id)
+        skip = True
+    else:
+        out.append(t)
+return tuple(out)"""),
+    ("encode_piece", "every merge in rank order, once each", """\
+for k, (a, b) in enumerate(merges):
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and ids[i] == a and ids[i + 1] == b:
+            out.append(256 + k)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    ids = out
+return ids"""),
+    ("encode_piece", "the lowest rank by min", """\
+ranks = {tuple(p): k for k, p in enumerate(merges)}
+ids = list(ids)
+while len(ids) >= 2:
+    pair = min(zip(ids, ids[1:]), key=lambda p: ranks.get(p, float("inf")))
+    if pair not in ranks:
+        break
+    out, i = [], 0
+    while i < len(ids):
+        if ids[i:i + 2] == list(pair):
+            out.append(256 + ranks[pair])
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    ids = out
+return ids"""),
+    ("decode_tokens", "bytearray and bytes.decode", """\
+data = bytearray()
+for i in ids:
+    data += vocab[i]
+return bytes(data).decode(errors="replace")"""),
+]
