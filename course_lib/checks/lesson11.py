@@ -420,3 +420,49 @@ def check_decode_tokens(fn):
             hint = "b''.join(vocab[i] for i in ids).decode('utf-8', errors='replace')"
         c.fail("the text is not right", case=case, expected=want, got=got, hint=hint)
     c.done()
+
+
+# Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
+# the code. None of them holds a line of the answer.
+HINTS = {
+    "count_pairs": (
+        "Walk each piece once, look at every two neighbouring ids in it, and add the piece's "
+        "count to that pair's total.",
+        "Pairs never span two pieces, so do not join the pieces into one sequence first; and a "
+        "piece adds its count, not 1, for every pair it holds (repeats inside a piece too).",
+        "A dict filled in a double loop: over (piece, count) items, then over the neighbouring "
+        "pairs of the piece (zip of the piece with itself shifted by one).",
+    ),
+    "best_pair": (
+        "Pick the pair with the highest count; only when counts tie does the pair itself decide: "
+        "the smallest (a, b) wins.",
+        "`max(counts, key=counts.get)` breaks ties by dict order, which changes with how the "
+        "pairs were counted; the rule must give the same pair whatever the order.",
+        "One min or max over the pairs with a key that puts the count first (negated for min) "
+        "and the pair second.",
+    ),
+    "merge_pair": (
+        "Scan the ids from left to right; where the pair starts at the current position, emit "
+        "the new id and jump past both ids, otherwise emit the id and move on by one.",
+        "After a merge, skip both ids: checking the next position without skipping merges "
+        "overlapping pairs, and [7, 7, 7] becomes [9, 9] instead of [9, 7]. Build a new list; "
+        "do not edit ids in place.",
+        "A while loop with an index, a bounds check before looking at the next id, and a list "
+        "you append to.",
+    ),
+    "encode_piece": (
+        "Among the neighbouring pairs of the piece, find the one whose merge was learned first "
+        "(lowest rank), merge it everywhere, and repeat until no pair of the piece has a merge.",
+        "Applying the merges in the order the pairs appear in the piece, or each merge only "
+        "once in one sweep of the merge list, gives other tokens than training learned: always "
+        "take the lowest rank still present.",
+        "A dict from pair to rank, a loop that stops when the piece has one id or no mergeable "
+        "pair, and your merge_pair with the id 256 + rank.",
+    ),
+    "decode_tokens": (
+        "Look up every token's bytes, join them into one bytes object, and decode that once as "
+        "UTF-8.",
+        "Decoding each token on its own breaks a character whose bytes sit in two tokens, and "
+        "errors='ignore' silently drops invalid bytes: use errors='replace' on the joined bytes.",
+    ),
+}
