@@ -348,7 +348,8 @@ QUESTIONS = {
             "b": ("a different output, since its neighbours swapped places",
                   "without positions attention sees a set of vectors, not a sequence: the "
                   "same neighbours in another order give the same scores."),
-            "c": ("outputs that differ a little, by about 1e-3, from where its neighbours sit",
+            "c": ("an output that differs a little (about 1e-3), since its neighbours sit "
+                  "elsewhere",
                   "the printed vectors agreed in every digit, and the permuted outputs agreed "
                   "with the moved ones to 1e-6: at most float32 rounding, nothing that "
                   "depends on the order."),
