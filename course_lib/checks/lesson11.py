@@ -466,3 +466,68 @@ HINTS = {
         "errors='ignore' silently drops invalid bytes: use errors='replace' on the joined bytes.",
     ),
 }
+
+
+# Questions on this lesson's ideas: `answer("11-...", ...)` in the lesson's Questions section.
+from course_lib.checks.questions import Choice, Number  # noqa: E402
+
+QUESTIONS = {
+    "11-merges": Number(
+        prompt="`train_bpe(text, vocab_size=1256)` returns a tokenizer. How many merges did it "
+               "learn?",
+        after="## 1. Byte-pair encoding by hand",
+        value=1000, tolerance=0,
+        why="the vocabulary counts the 256 byte tokens, which need no merge; each merge adds "
+            "one token, so 1,256 - 256 = 1,000 merges.",
+        wrong=((1256, 1256, "that is the whole vocabulary; its first 256 tokens are the byte "
+                            "values themselves, learned by no merge."),
+               (999, 999, "the first merge makes token 256, the last token 1,255: count them "
+                          "from 256 to 1,255 inclusive.")),
+        otherwise="subtract the tokens that are there before any merge from the vocabulary "
+                  "size."),
+    "11-no-overlap": Number(
+        prompt="How many ids does `merge_pair([7, 7, 7, 7, 7], (7, 7), 9)` return, merging left "
+               "to right without overlaps?",
+        after="### Exercise 3: apply one merge",
+        value=3, tolerance=0,
+        why="[7, 7] becomes 9, the next [7, 7] becomes 9, and the last 7 has no partner: "
+            "[9, 9, 7].",
+        wrong=((4, 4, "that merges overlapping pairs, as if each 7 could belong to two "
+                      "merges; once two ids are merged, the second cannot start another "
+                      "pair."),
+               (5, 5, "the pair (7, 7) occurs in the list, so at least one merge happens."),
+               (1, 2, "a merge joins two ids into one; five ids make at most two pairs that "
+                      "do not overlap, and one 7 is left over.")),
+        otherwise="walk the list from the left: merge a pair, skip both its ids, go on."),
+    "11-bits-per-byte": Number(
+        prompt="A TinyLM on BPE tokens reaches a loss of 3.0 nats per token, and its tokens "
+               "hold 2.5 bytes of text on average. What is its loss in bits per byte, the "
+               "measure that compares it fairly with a model on bytes?",
+        after="## 5. TinyLM on BPE tokens against TinyLM on bytes",
+        value=1.731, tolerance=0.01, unit="bits per byte",
+        why="3.0 / ln 2 = 4.33 bits per token, spread over 2.5 bytes: 1.73 bits per byte.",
+        wrong=((1.19, 1.21, "that is nats per byte; divide by ln 2 = 0.693 to get bits."),
+               (4.32, 4.34, "that is bits per token; a token holds 2.5 bytes, so divide by "
+                            "2.5."),
+               (10.8, 10.9, "that multiplies by the bytes per token; a token's loss is shared "
+                            "among the bytes it holds, so divide.")),
+        otherwise="convert nats to bits (divide by ln 2), then per token to per byte (divide "
+                  "by the bytes per token)."),
+    "11-leading-space": Choice(
+        prompt="With GPT-2's pre-tokenization, `\"the\"` at the start of a text and `\" the\"` "
+               "in the middle of a sentence are encoded as different tokens. Why?",
+        after="## 6. Pitfalls",
+        choices={
+            "a": ("the pattern keeps a word's leading space in the same piece, so ' the' and "
+                  "'the' are different byte strings, merged into different tokens",
+                  "GPT-2's pattern reads an optional space and then the letters as one piece, "
+                  "so the space is part of what BPE merges."),
+            "b": ("BPE learns tokens for the first word of a text separately",
+                  "BPE knows nothing of positions in the text: it merges byte pairs inside "
+                  "pieces, wherever they occur."),
+            "c": ("the tokenizer lower-cases words after a space",
+                  "no case is changed anywhere: every byte string round-trips exactly, so "
+                  "'The' and 'the' stay different too."),
+        },
+        right="a"),
+}
