@@ -19,7 +19,8 @@ from course_lib.checks.lesson07 import (check_cached_attention_step, check_greed
 from course_lib.checks.lesson08 import check_grouped_query_attention, check_rms_norm, check_swiglu
 from course_lib.checks.lesson09 import (check_attention_flops, check_params_from_config,
                                         check_tiled_attention)
-from course_lib.checks.lesson10 import check_gpt2_to_tinylm
+from course_lib.checks.lesson10 import (check_gpt2_to_tinylm, check_prefix_lm_mask,
+                                        check_previous_token_scores)
 
 __all__ = [
     "check_text_to_ids", "check_next_token_targets", "check_next_byte_loss",
@@ -32,5 +33,5 @@ __all__ = [
     "check_cached_attention_step", "check_greedy_decode", "check_kv_bytes_per_token",
     "check_rms_norm", "check_swiglu", "check_grouped_query_attention",
     "check_params_from_config", "check_attention_flops", "check_tiled_attention",
-    "check_gpt2_to_tinylm",
+    "check_previous_token_scores", "check_prefix_lm_mask", "check_gpt2_to_tinylm",
 ]
