@@ -70,6 +70,20 @@ _PARAM_HINTS = {
 }
 
 
+def _python_int(c, got, case, expected, float_hint):
+    """Fail unless the learner's count is a Python int (not a bool, float, NumPy or torch number)."""
+    __tracebackhide__ = True
+    if isinstance(got, bool) or type(got) is not int:
+        if isinstance(got, float):
+            hint = f"return the count as an int: {float_hint}"
+        elif isinstance(got, numbers.Integral) or hasattr(got, "item"):
+            hint = "return a Python int: convert with int(...); a NumPy or torch number is not one"
+        else:
+            hint = "return the count as one Python int"
+        c.fail(f"expected {expected}, got {type(got).__name__}", case=case, got=got, hint=hint)
+    c.ok()
+
+
 def check_params_from_config(fn):
     """Check params_from_config(fields) -> int against costs.count_params of the same config."""
     __tracebackhide__ = True
@@ -83,17 +97,8 @@ def check_params_from_config(fn):
                    "add, remove or change entries of the dict you are given")
         if got is None:
             c.fail("nothing was returned", case=case, hint="end with `return total`")
-        if isinstance(got, bool) or type(got) is not int:
-            if isinstance(got, float):
-                hint = "return the count as an int (use // rather than / for divisions)"
-            elif isinstance(got, numbers.Integral) or hasattr(got, "item"):
-                hint = ("return a Python int: convert with int(...); a NumPy or torch number "
-                        "is not one")
-            else:
-                hint = "return the count as one Python int"
-            c.fail(f"expected a whole number of parameters as a Python int, got "
-                   f"{type(got).__name__}", case=case, got=got, hint=hint)
-        c.ok()
+        _python_int(c, got, case, "a whole number of parameters as a Python int",
+                    "use // rather than / for divisions")
         full = dict(fields, model_type="llama", max_position_embeddings=1)
         want = count_params(config_from_dict(full))
         if got != want:
@@ -151,15 +156,8 @@ def check_attention_flops(fn):
         case = (f"attention_flops({T}, {C})" if causal is None
                 else f"attention_flops({T}, {C}, causal={causal})")
         got = c.call(*args, case=case, none_hint="end with `return` and the count")
-        if isinstance(got, bool) or type(got) is not int:
-            kind = type(got).__name__
-            hint = ("return a Python int: use // for the division by 2, or int(...) around "
-                    "the result" if isinstance(got, float) else
-                    "return a Python int: convert with int(...); a NumPy or torch number is "
-                    "not one" if hasattr(got, "dtype") or hasattr(got, "item") else
-                    "return the count as one Python int")
-            c.fail(f"expected a Python int, got {kind}", case=case, got=got, hint=hint)
-        c.ok()
+        _python_int(c, got, case, "a Python int",
+                    "use // for the division by 2, or int(...) around the result")
         variants = _attention_flop_variants(T, C, True if causal is None else causal)
         want = variants.pop("right")
         if got != want:
