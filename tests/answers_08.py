@@ -168,6 +168,8 @@ hidden = F.silu(g) * (x @ w_up.T)
 g.mul_(1.0)
 return hidden @ w_down.T""", "the backward pass through your function failed"),
     Wrong("swiglu", "a pair of None", "return None, None", "expected a torch tensor"),
+    Wrong("swiglu", "a 0-d tensor (the mean of the output)",
+          _swiglu(out="(hidden @ w_down.T).mean()"), "the result has the wrong shape"),
 ]
 
 WRONG += [

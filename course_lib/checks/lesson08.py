@@ -176,7 +176,7 @@ def check_swiglu(fn):
         case = (f"x of shape {shape} (C={C}) in {str(dtype).replace('torch.', '')}; "
                 f"w_gate and w_up ({F_}, {C}), w_down ({C}, {F_})")
         out = c.call(x, *ws, case=case, crash_hint=orientation)
-        if isinstance(out, torch.Tensor) and out.shape[-1] == F_ and F_ != C:
+        if isinstance(out, torch.Tensor) and out.dim() > 0 and out.shape[-1] == F_ and F_ != C:
             c.fail("the result has the hidden width F, not the model width C", case=case,
                    expected=tuple(shape), got=tuple(out.shape),
                    hint="project back to the model width with the down projection: ... @ w_down.T")
