@@ -142,4 +142,85 @@ return ((F.silu(g) * u) @ w_down.T).detach().numpy()""",
           _gqa(result="weights @ v.float()"), "return the result in the input's dtype"),
     Wrong("grouped_query_attention", "returns the weights too",
           _gqa(result="(weights @ v.float()).to(q.dtype), weights"), "a single tensor"),
+    Wrong("grouped_query_attention", "computes half precision in half",
+          _gqa(scores="q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])", result="weights @ v"),
+          "right only to the precision of a computation in half precision"),
+    Wrong("grouped_query_attention", "a global 8 x 8 mask, sliced",
+          _gqa(hidden="torch.ones(8, 8, dtype=torch.bool).triu(1)[:T, :T]"),
+          "a causal mask built for this call's T"),
+    Wrong("grouped_query_attention", "edits the saved softmax in place",
+          _gqa(result="(weights.mul_(1.0) @ v.float()).to(q.dtype)"),
+          "the backward pass through your function failed"),
+    Wrong("grouped_query_attention", "a pair of None", "return None, None", "expected a torch tensor"),
+    Wrong("rms_norm", "edits a saved tensor in place", """\
+work = x.float()
+r = torch.rsqrt(work.pow(2).mean(-1, keepdim=True) + eps)
+out = (work * r * weight.float()).to(x.dtype)
+r.mul_(1.0)
+return out""", "the backward pass through your function failed"),
+    Wrong("rms_norm", "a pair of None", "return None, None", "expected a torch tensor"),
+    Wrong("rms_norm", "a Python list", _rms(after="(out * weight).to(dtype).tolist()"),
+          "expected a torch tensor"),
+    Wrong("swiglu", "edits the saved gate in place", """\
+import torch.nn.functional as F
+g = x @ w_gate.T
+hidden = F.silu(g) * (x @ w_up.T)
+g.mul_(1.0)
+return hidden @ w_down.T""", "the backward pass through your function failed"),
+    Wrong("swiglu", "a pair of None", "return None, None", "expected a torch tensor"),
+    Wrong("swiglu", "a 0-d tensor (the mean of the output)",
+          _swiglu(out="(hidden @ w_down.T).mean()"), "the result has the wrong shape"),
+]
+
+WRONG += [
+    Wrong("rms_norm", "the norm over sqrt(C), no eps", """\
+work = x.float()
+rms = work.norm(dim=-1, keepdim=True) / math.sqrt(x.shape[-1])
+return (work / rms * weight.float()).to(x.dtype)""", "you left eps out"),
+    Wrong("rms_norm", "the mean unsqueezed on the wrong axis", """\
+work = x.float()
+ms = work.pow(2).mean(-1).unsqueeze(0)
+return (work / torch.sqrt(ms + eps) * weight.float()).to(x.dtype)""", "keepdim=True"),
+    Wrong("swiglu", "SiLU after the down projection", _swiglu(
+        hidden="(x @ w_gate.T) * (x @ w_up.T)", out="F.silu(hidden @ w_down.T)"),
+          "(silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T"),
+    Wrong("swiglu", "the down projection not transposed", _swiglu(out="hidden @ w_down"),
+          "nn.Linear's orientation (out, in)"),
+    Wrong("swiglu", "the up projection used twice",
+          _swiglu(hidden="F.silu(x @ w_up.T) * (x @ w_up.T)"),
+          "(silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T"),
+    Wrong("grouped_query_attention", "every query head reads the first key/value head",
+          _gqa(repeat="k[:, :1].expand(-1, q.shape[1], -1, -1), v[:, :1].expand(-1, q.shape[1], -1, -1)"),
+          "causal softmax(q k^T / sqrt(D)) v"),
+]
+
+ALTERNATIVES = [
+    ("rms_norm", "rsqrt, and the weight after converting back", """\
+work = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+normed = work * torch.rsqrt(work.square().mean(dim=-1, keepdim=True) + eps)
+return normed.to(x.dtype) * weight"""),
+    ("rms_norm", "torch's nn.functional.rms_norm in float32", """\
+work = x.float()
+out = torch.nn.functional.rms_norm(work, (x.shape[-1],), weight.float(), eps)
+return out.to(x.dtype)"""),
+    ("swiglu", "einsum", """\
+gate = torch.einsum("...c,fc->...f", x, w_gate)
+up = torch.einsum("...c,fc->...f", x, w_up)
+return torch.einsum("...f,cf->...c", torch.nn.functional.silu(gate) * up, w_down)"""),
+    ("swiglu", "F.linear", """\
+import torch.nn.functional as F
+return F.linear(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down)"""),
+    ("grouped_query_attention", "the fused kernel on repeated heads, in float32", """\
+import torch.nn.functional as F
+n_rep = q.shape[1] // k.shape[1]
+k, v = (t.repeat_interleave(n_rep, dim=1).float() for t in (k, v))
+return F.scaled_dot_product_attention(q.float(), k, v, is_causal=True).to(q.dtype)"""),
+    ("grouped_query_attention", "grouped by a reshape, no copies", """\
+B, H, T, D = q.shape
+Hkv = k.shape[1]
+qg = q.float().reshape(B, Hkv, H // Hkv, T, D)                     # (B, Hkv, n_rep, T, D)
+scores = qg @ k.float()[:, :, None].transpose(-1, -2) / math.sqrt(D)
+hidden = torch.ones(T, T, dtype=torch.bool).triu(1)
+weights = torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1)
+return (weights @ v.float()[:, :, None]).reshape(B, H, T, D).to(q.dtype)"""),
 ]

@@ -18,8 +18,10 @@ from course_lib.checks.lesson06 import (check_cross_entropy, check_lr_schedule, 
 from course_lib.checks.lesson07 import (check_cached_attention_step, check_greedy_decode,
                                         check_kv_bytes_per_token)
 from course_lib.checks.lesson08 import check_grouped_query_attention, check_rms_norm, check_swiglu
-from course_lib.checks.lesson09 import check_params_from_config, check_tiled_attention
-from course_lib.checks.lesson10 import check_gpt2_to_tinylm
+from course_lib.checks.lesson09 import (check_attention_flops, check_params_from_config,
+                                        check_tiled_attention)
+from course_lib.checks.lesson10 import (check_gpt2_to_tinylm, check_prefix_lm_mask,
+                                        check_previous_token_scores)
 from course_lib.checks.lesson11 import (check_best_pair, check_count_pairs, check_decode_tokens,
                                         check_encode_piece, check_merge_pair)
 from course_lib.checks.hints import hint, solution
@@ -35,8 +37,8 @@ __all__ = [
     "check_sample_batch", "check_cross_entropy", "check_train_step", "check_lr_schedule",
     "check_cached_attention_step", "check_greedy_decode", "check_kv_bytes_per_token",
     "check_rms_norm", "check_swiglu", "check_grouped_query_attention",
-    "check_params_from_config", "check_tiled_attention",
-    "check_gpt2_to_tinylm",
+    "check_params_from_config", "check_attention_flops", "check_tiled_attention",
+    "check_previous_token_scores", "check_prefix_lm_mask", "check_gpt2_to_tinylm",
     "check_count_pairs", "check_best_pair", "check_merge_pair", "check_encode_piece",
     "check_decode_tokens",
     "hint", "solution", "answer",

@@ -8,8 +8,32 @@ import math
 import torch
 import torch.nn.functional as F
 
-from course_lib.checks.core import (HALF, Checker, gradients_flow, name_the_mistake, tensor_result,
-                                    tensors_close)
+from course_lib.checks import core
+from course_lib.checks.core import HALF, Checker, name_the_mistake, tensor_result, tensors_close
+
+
+def gradients_flow(c, fn, inputs, names, reference, case):
+    """core.gradients_flow, with a backward pass that fails (an in-place edit of a tensor
+    autograd saved) turned into feedback rather than torch's error."""
+    __tracebackhide__ = True
+    try:
+        core.gradients_flow(c, fn, inputs, names, reference, case)
+    except RuntimeError as err:
+        c.fail(f"the backward pass through your function failed: {str(err).splitlines()[0]}",
+               case=case, hint="an in-place operation (x /= ..., t.mul_(...), out[...] = ...) "
+                               "changed a tensor that autograd saved for the backward pass: "
+                               "build new tensors instead (x = x / ..., t * ...)")
+
+
+_MANTISSA = {torch.float16: 10, torch.bfloat16: 7}
+
+
+def _within_ulps(got, exact, dtype, ulps=2.0):
+    """Whether a half-precision result is within `ulps` units in the last place of the exact
+    (float64) value: a result computed in float32 and rounded once is within half of one; one
+    computed in half precision throughout drifts much further."""
+    scale = torch.exp2(torch.floor(torch.log2(exact.abs().clamp_min(1e-30))) - _MANTISSA[dtype])
+    return bool(((got - exact).abs() <= ulps * scale + 1e-5).all())
 
 # ---------------------------------------------------------------------------
 # rms_norm
@@ -152,7 +176,7 @@ def check_swiglu(fn):
         case = (f"x of shape {shape} (C={C}) in {str(dtype).replace('torch.', '')}; "
                 f"w_gate and w_up ({F_}, {C}), w_down ({C}, {F_})")
         out = c.call(x, *ws, case=case, crash_hint=orientation)
-        if isinstance(out, torch.Tensor) and out.shape[-1] == F_ and F_ != C:
+        if isinstance(out, torch.Tensor) and out.dim() > 0 and out.shape[-1] == F_ and F_ != C:
             c.fail("the result has the hidden width F, not the model width C", case=case,
                    expected=tuple(shape), got=tuple(out.shape),
                    hint="project back to the model width with the down projection: ... @ w_down.T")
@@ -235,6 +259,9 @@ def check_grouped_query_attention(fn):
         (1, 4, 1, 5, 4, torch.float32),      # multi-query attention: one KV head for all
         (1, 3, 3, 4, 4, torch.float32),      # as many KV heads as query heads: plain attention
         (2, 4, 2, 6, 8, torch.bfloat16),
+        (1, 4, 2, 13, 4, torch.float32),     # longer than any mask of the example's size
+        (1, 2, 1, 1, 4, torch.float32),      # one position
+        (1, 4, 2, 9, 8, torch.float16),
     ]
     for B, H, Hkv, T, D, dtype in cases:
         q, k, v = (torch.randn(B, h, T, D, generator=gen, dtype=torch.float64).to(dtype)
@@ -243,7 +270,8 @@ def check_grouped_query_attention(fn):
                 f"sharing {Hkv} key/value heads, in {str(dtype).replace('torch.', '')}")
         out = c.call(q, k, v, case=case,
                      crash_hint="make k and v (B, H, T, D) first by repeating each key/value "
-                                "head H // Hkv times on axis 1, then attend as in lesson 03")
+                                "head H // Hkv times on axis 1, then attend as in lesson 03, "
+                                "with a causal mask built for this call's T (q.shape[2])")
         if isinstance(out, torch.Tensor) and out.shape == (B, Hkv, T, D) and Hkv != H:
             c.fail("the result has one head per key/value head, not per query head", case=case,
                    expected=(B, H, T, D), got=tuple(out.shape),
@@ -253,6 +281,12 @@ def check_grouped_query_attention(fn):
                       "least its own position, so hide only the keys j > i")
         args = [t.double() for t in (q, k, v)]
         want = _gqa(*args)
+        if dtype in HALF and tensors_close(got, want, dtype) and not _within_ulps(got, want, dtype):
+            c.fail("the result is right only to the precision of a computation in half "
+                   "precision", case=case, expected=want[0, :, -1], got=got[0, :, -1],
+                   hint="for float16 or bfloat16 input, compute the scores, the softmax and the "
+                        "weighted sum in float32 (q.float(), k.float(), v.float()) and convert "
+                        "the result back once with .to(q.dtype)")
         if not tensors_close(got, want, dtype):
             for wrong, hint in _gqa_mistakes(*args):
                 if tensors_close(got, wrong, dtype):

@@ -3,6 +3,7 @@ import copy
 import math
 import numbers
 
+import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -15,17 +16,21 @@ _LLAMA_FIELDS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_a
 
 
 def _llama_cases():
-    """Real Llama-family configs, then small ones that separate the usual mistakes."""
+    """Small configs that separate the usual mistakes, then real Llama-family ones.
+
+    The small ones come first: on a real config two different mistakes can be off by the
+    same number (for Llama 3 8B, an MLP of 4C and no grouped-query attention both add
+    805,306,368), and the hint would name the wrong one.
+    """
     import json
-    cases = []
+    small = dict(hidden_size=64, intermediate_size=160, num_hidden_layers=3, num_attention_heads=8,
+                 num_key_value_heads=2, vocab_size=100, tie_word_embeddings=False)
+    cases = [("a small config, 2 KV heads", small),
+             ("the same, tied head", dict(small, tie_word_embeddings=True)),
+             ("the same, one KV head per query head", dict(small, num_key_value_heads=8))]
     for name in ("llama3-8b", "mistral-7b-v0.3", "llama3-70b"):
         fields = json.loads((CONFIG_DIR / f"{name}.json").read_text())
         cases.append((name, {k: fields[k] for k in _LLAMA_FIELDS}))
-    small = dict(hidden_size=64, intermediate_size=160, num_hidden_layers=3, num_attention_heads=8,
-                 num_key_value_heads=2, vocab_size=100, tie_word_embeddings=False)
-    cases.append(("a small config, 2 KV heads", small))
-    cases.append(("the same, tied head", dict(small, tie_word_embeddings=True)))
-    cases.append(("the same, one KV head per query head", dict(small, num_key_value_heads=8)))
     return cases
 
 
@@ -65,6 +70,20 @@ _PARAM_HINTS = {
 }
 
 
+def _python_int(c, got, case, expected, float_hint):
+    """Fail unless the learner's count is a Python int (not a bool, float, NumPy or torch number)."""
+    __tracebackhide__ = True
+    if isinstance(got, bool) or type(got) is not int:
+        if isinstance(got, float):
+            hint = f"return the count as an int: {float_hint}"
+        elif isinstance(got, numbers.Integral) or hasattr(got, "item"):
+            hint = "return a Python int: convert with int(...); a NumPy or torch number is not one"
+        else:
+            hint = "return the count as one Python int"
+        c.fail(f"expected {expected}, got {type(got).__name__}", case=case, got=got, hint=hint)
+    c.ok()
+
+
 def check_params_from_config(fn):
     """Check params_from_config(fields) -> int against costs.count_params of the same config."""
     __tracebackhide__ = True
@@ -78,22 +97,78 @@ def check_params_from_config(fn):
                    "add, remove or change entries of the dict you are given")
         if got is None:
             c.fail("nothing was returned", case=case, hint="end with `return total`")
-        if isinstance(got, bool) or not isinstance(got, (numbers.Integral, float)) or (
-                isinstance(got, float) and not got.is_integer()):
-            c.fail("expected a whole number of parameters", case=case, got=got,
-                   hint="return the count as an int (use // rather than / for divisions)")
-        c.ok()
+        _python_int(c, got, case, "a whole number of parameters as a Python int",
+                    "use // rather than / for divisions")
         full = dict(fields, model_type="llama", max_position_embeddings=1)
         want = count_params(config_from_dict(full))
         if got != want:
             for what, value in _param_variants(fields).items():
                 if what != "right" and got == value and value != want:
                     c.fail(f"the count is off by {got - want:+,}", case=label, expected=f"{want:,}",
-                           got=f"{int(got):,}", hint=_PARAM_HINTS[what])
+                           got=f"{got:,}", hint=_PARAM_HINTS[what])
             c.fail(f"the count is off by {got - want:+,}", case=label, expected=f"{want:,}",
-                   got=f"{int(got):,}", hint="per layer: q, k, v and output projections, three "
+                   got=f"{got:,}", hint="per layer: q, k, v and output projections, three "
                    "SwiGLU matrices, two RMSNorm weights; then the embedding, the final norm "
                    "and, unless tied, the head")
+        c.ok()
+    c.done()
+
+
+def _attention_flop_variants(T, C, causal):
+    """The right count and what the usual mistakes give, by name."""
+    pairs = T * (T + 1) // 2 if causal else T * T
+    return {
+        "right": 4 * C * pairs,
+        "every pair although causal": 4 * C * T * T,
+        "the diagonal left out": 4 * C * (T * (T - 1) // 2 if causal else T * T),
+        "causal although not": 4 * C * (T * (T + 1) // 2),
+        "2C per pair": 2 * C * pairs,
+        "8C per pair": 8 * C * pairs,
+        "projections counted too": 4 * C * pairs + 8 * T * C * C,
+    }
+
+
+_FLOP_HINTS = {
+    "every pair although causal": "with causal=True query t meets only keys 0..t, so there are "
+                                  "T(T+1)/2 query-key pairs, not T x T: a causal kernel skips the "
+                                  "hidden keys",
+    "the diagonal left out": "each query also meets its own key: query t meets t + 1 keys "
+                             "(0..t), T(T+1)/2 pairs in all",
+    "causal although not": "with causal=False every query meets all T keys: T x T pairs",
+    "2C per pair": "each pair costs 2C FLOPs for its score and another 2C for adding its value "
+                   "into the weighted sum: 4C per pair",
+    "8C per pair": "each pair costs 4C FLOPs in all: 2C for the score (C multiplications and C "
+                   "additions) and 2C for the weighted sum; you counted more",
+    "projections counted too": "count only the scores and the weighted sums: the q, k, v and "
+                               "output projections are not part of this count",
+}
+
+
+def check_attention_flops(fn):
+    """Check attention_flops(T, d_model, causal=True) -> int: 4 C x (query-key pairs computed)."""
+    __tracebackhide__ = True
+    c = Checker("attention_flops", fn)
+    cases = [(6, 8, True), (6, 8, False), (1, 4, True), (1, 4, False), (2, 3, True),
+             (7, 16, True), (7, 16, False), (128, 64, True), (1024, 128, True), (1024, 128, False),
+             (5, 768, None)]                    # None: the default, which is causal
+    for T, C, causal in cases:
+        args = (T, C) if causal is None else (T, C, causal)
+        case = (f"attention_flops({T}, {C})" if causal is None
+                else f"attention_flops({T}, {C}, causal={causal})")
+        got = c.call(*args, case=case, none_hint="end with `return` and the count")
+        _python_int(c, got, case, "a Python int",
+                    "use // for the division by 2, or int(...) around the result")
+        variants = _attention_flop_variants(T, C, True if causal is None else causal)
+        want = variants.pop("right")
+        if got != want:
+            for what, value in variants.items():
+                if got == value and value != want:
+                    c.fail(f"the count is off by {got - want:+,}", case=case,
+                           expected=f"{want:,}", got=f"{got:,}", hint=_FLOP_HINTS[what])
+            c.fail(f"the count is off by {got - want:+,}", case=case, expected=f"{want:,}",
+                   got=f"{got:,}", hint="4C FLOPs per query-key pair (2C for the score, 2C for "
+                   "the weighted sum); causal: query t meets keys 0..t, T(T+1)/2 pairs; not "
+                   "causal: T x T pairs")
         c.ok()
     c.done()
 
@@ -167,41 +242,51 @@ class _Largest(TorchDispatchMode):
         return out
 
 
-def _qkv(seed, T, D=4, Dv=3, dtype=torch.float64):
+def _qkv(seed, T, D=4, Dv=3, dtype=torch.float64, scale=2.0):
     g = torch.Generator().manual_seed(seed)
-    q = torch.randn(T, D, generator=g, dtype=dtype) * 2  # wide scores: the maximum moves
-    k = torch.randn(T, D, generator=g, dtype=dtype) * 2
+    q = torch.randn(T, D, generator=g, dtype=dtype) * scale  # wide scores: the maximum moves
+    k = torch.randn(T, D, generator=g, dtype=dtype) * scale
     return q, k, torch.randn(T, Dv, generator=g, dtype=dtype)
 
 
+def _tiled_result(c, out, T, case, dtype=torch.float64):
+    """The learner's output after the checks of type, shape and finiteness."""
+    __tracebackhide__ = True
+    if isinstance(out, np.ndarray):
+        c.fail("expected a torch tensor, got a NumPy array", case=case,
+               hint="stay in torch: build the output from q, k and v with torch operations")
+    if not isinstance(out, torch.Tensor):
+        c.fail(f"expected a torch tensor, got {type(out).__name__}", case=case,
+               hint="return the (T, Dv) attention output, one tensor")
+    c.shape(out, (T, 3), "the output", case, hint="one output row per query, as wide as v")
+    if not torch.isfinite(out).all():
+        c.fail("the output contains inf or NaN", case=case, got=out,
+               hint="start the running maximum at -inf (float('-inf')), not at a finite number, "
+                    "and the sums at 0; process only key blocks that start at or before the "
+                    "query block's last position. A finite start such as 0 or -1e9 breaks rows "
+                    "whose scores all lie below it: every exp(s - m) underflows to 0 and acc / l "
+                    "is 0 / 0")
+    return out
+
+
 def check_tiled_attention(fn):
-    """Check tiled_attention(q, k, v, block_size) -> (T, Dv): causal, equal to the reference."""
+    """Check tiled_attention(q, k, v, block_size) -> (T, Dv): causal, equal to the reference,
+    holding one block_size x block_size tile of scores at a time."""
     __tracebackhide__ = True
     c = Checker("tiled_attention", fn)
-    cases = [(0, 10, 3), (1, 8, 8), (2, 7, 1), (3, 5, 16), (4, 12, 4)]
+    cases = [(0, 10, 3), (1, 8, 8), (2, 7, 1), (3, 5, 16), (4, 12, 4), (7, 33, 5)]
     for seed, T, block in cases:
         q, k, v = _qkv(seed, T)
-        saved = [t.clone() for t in (q, k, v)]
         case = f"q, k (T={T}, D=4), v (T={T}, 3), float64, block_size={block}"
-        out = c.call(q, k, v, block, case=case)
-        if not all(torch.equal(a, b) for a, b in zip((q, k, v), saved)):
-            c.fail("q, k or v was changed in place", case=case,
-                   hint="compute new tensors; do not write into the inputs")
-        if not isinstance(out, torch.Tensor):
-            c.fail("expected a tensor", case=case, got=type(out).__name__,
-                   hint="return the (T, Dv) attention output")
-        c.shape(out, (T, 3), "the output", case, hint="one output row per query, as wide as v")
-        if not torch.isfinite(out).all():
-            c.fail("the output contains inf or NaN", case=case, got=out,
-                   hint="start the running maximum at -inf and the sums at 0, and process only "
-                        "key blocks that start at or before the query block's last position")
+        out = _tiled_result(c, c.call(q, k, v, block, case=case), T, case)
         want = _reference(q, k, v)
         if not torch.allclose(out.double(), want, atol=1e-9):
             later = v.clone()
             later[T // 2:] += 5
             moved = c.call(q, k, later, block, case=case)
             early = slice(0, T // 2)
-            if T > 1 and not torch.allclose(moved[early].double(), out[early].double(), atol=1e-9):
+            if (T > 1 and isinstance(moved, torch.Tensor) and moved.shape == out.shape
+                    and not torch.allclose(moved[early].double(), out[early].double(), atol=1e-9)):
                 c.fail("an early query's output changed when later values changed", case=case,
                        hint="a query must not see keys after it: mask them, comparing global "
                             "positions (q_start + i, k_start + j)")
@@ -211,27 +296,59 @@ def check_tiled_attention(fn):
                         out.double(), wrong, atol=1e-9):
                     c.fail(f"the output is wrong: {what}", case=case, expected=want[:3],
                            got=out[:3], hint=hint)
+            if torch.allclose(out.double(), want, atol=1e-4):
+                c.fail("the output is right only to float32 precision", case=case,
+                       expected=want[:3], got=out[:3],
+                       hint="the inputs are float64: compute in their dtype (make new tensors "
+                            "with dtype=q.dtype, and no .float()), so the result keeps float64's "
+                            "precision")
             c.fail("the output differs from causal attention", case=case, expected=want[:3],
                    got=out[:3], hint="for each query block keep a running maximum m, normaliser "
                    "l and sum of values acc; for each key block: scores, mask, m_new, rescale "
                    "l and acc by exp(m - m_new), add the block's exp(s - m_new); return acc / l")
         c.ok()
-    q, k, v = _qkv(5, 64, D=4)
+    # every score far below any finite starting maximum: a finite start gives 0 / 0
+    q, k, v = _qkv(8, 9)
+    q = q.abs() * 1e6
+    k = -k.abs() * 1e6
+    case = ("q, k (T=9, D=4) whose every score is about -1e12, v (9, 3), float64, block_size=4")
+    out = _tiled_result(c, c.call(q, k, v, 4, case=case), 9, case)
+    if not torch.allclose(out.double(), _reference(q, k, v), atol=1e-9):
+        c.fail("the output differs from causal attention when every score is very negative",
+               case=case, expected=_reference(q, k, v)[:3], got=out[:3],
+               hint="start the running maximum at -inf and subtract the running maximum before "
+                    "every exp, so the largest score of a row always gives exp(0) = 1")
+    c.ok()
+    # memory: one block of scores at a time, never a block of queries against all keys
+    T, D, block = 128, 4, 8
+    q, k, v = _qkv(5, T, D=D)
     with _Largest() as seen:
-        c.call(q, k, v, 8, case="T=64, D=4, block_size=8")
-    if seen.largest >= 64 * 64 // 2:
-        c.fail("a tensor of T x T size was built", case="T=64, D=4, block_size=8",
-               expected="tensors of at most about block_size x T or T x D elements",
+        c.call(q, k, v, block, case=f"T={T}, D={D}, block_size={block}")
+    allowed = max(block * block, T * max(D, 3))
+    if seen.largest > allowed:
+        square = seen.largest >= T * T // 2
+        c.fail("a tensor of T x T size was built" if square else
+               "a tensor larger than one block of scores was built",
+               case=f"T={T}, D={D}, block_size={block}",
+               expected=f"tensors of at most {allowed:,} elements (block_size x block_size, or "
+                        f"the inputs' T x D)",
                got=f"a tensor of {seen.largest:,} elements",
-               hint="hold only one block of scores at a time (block_size x block_size), and "
-                    "build the causal mask per block from positions, not as one T x T matrix")
+               hint="hold only one block of scores at a time (block_size x block_size): loop "
+                    "over key blocks as well as query blocks, rather than scoring a block of "
+                    "queries against all T keys at once, and build the causal mask per block "
+                    "from positions, not as one T x T matrix")
     c.ok()
     q, k, v = (t.float() for t in _qkv(6, 9))
-    out = c.call(q, k, v, 4, case="float32 inputs, T=9, block_size=4")
-    if out.dtype != torch.float32 or not torch.allclose(out, _reference(q, k, v), atol=1e-5):
-        c.fail("float32 inputs give a wrong or float64 result", case="float32, T=9, block 4",
-               expected="float32", got=out.dtype, hint="make new tensors with q's dtype "
-               "(dtype=q.dtype) so the result stays in the inputs' precision")
+    case = "float32 inputs, T=9, block_size=4"
+    out = _tiled_result(c, c.call(q, k, v, 4, case=case), 9, case)
+    if out.dtype != torch.float32:
+        c.fail("float32 inputs give a result of another dtype", case=case, expected="float32",
+               got=out.dtype, hint="make new tensors with q's dtype (dtype=q.dtype) so the "
+                                   "result stays in the inputs' precision")
+    if not torch.allclose(out, _reference(q, k, v), atol=1e-5):
+        c.fail("the output differs from causal attention for float32 inputs", case=case,
+               expected=_reference(q, k, v)[:3], got=out[:3],
+               hint="the same computation as for float64 inputs, in float32")
     c.ok()
     c.done()
 

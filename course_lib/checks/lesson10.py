@@ -1,9 +1,10 @@
 """Checkers for lesson 10, real models: GPT-2's saved weights mapped into TinyLM's names and layout."""
 import itertools
 
+import numpy as np
 import torch
 
-from course_lib.checks.core import Checker
+from course_lib.checks.core import Checker, tensors_close
 from course_lib.convert import tinylm_state_dict
 from course_lib.model import ModelConfig
 
@@ -55,11 +56,37 @@ def _qkv_orders(expected):
 
 def _check_keys(c, got, expected, case):
     __tracebackhide__ = True
+    if not all(isinstance(name, str) for name in got):
+        odd = [name for name in got if not isinstance(name, str)][:3]
+        c.fail("some keys of the result are not names", case=case, got=odd,
+               hint="key the dict by TinyLM's parameter names, strings such as 'tok_emb.weight'")
     missing, extra = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
-    if any(name.endswith(".bias") and "norm" not in name for name in missing):
-        c.fail("biases are missing", case=case, expected=[n for n in missing if n.endswith(".bias")][:3],
-               hint="GPT-2 has biases on every projection (c_attn, c_proj, c_fc): map each "
-                    "h.N.<layer>.bias to blocks.N.<ours>.bias as well as the weights")
+    prefixed = [n for n in extra if any(n.endswith("." + m) for m in missing)]
+    if missing and len(prefixed) >= len(missing):
+        c.fail(f"{len(extra)} names are not TinyLM's: they carry a prefix", case=case,
+               expected=missing[:2], got=prefixed[:2],
+               hint="use TinyLM's names exactly, with nothing before them: 'tok_emb.weight', "
+                    "'blocks.0.attn.qkv.weight', ...")
+    blocks = sorted({int(n.split(".")[1]) for n in expected if n.startswith("blocks.")})
+    whole = [i for i in blocks if all(n in missing for n in expected if n.startswith(f"blocks.{i}."))]
+    if whole:
+        c.fail(f"block {whole[0]} is missing altogether" + (f" ({len(whole)} blocks are)"
+                                                            if len(whole) > 1 else ""),
+               case=case, expected=f"blocks.{whole[0]}.* in the result",
+               hint="loop over every block, `for i in range(n_layers)`: GPT-2's h.{i}.* becomes "
+                    "TinyLM's blocks.{i}.*")
+    fused = [n for n in missing if ".attn.qkv.weight" in n]
+    if fused:
+        c.fail("the fused attn.qkv is missing", case=case, expected=fused[:2],
+               got=[n for n in extra if ".attn." in n][:3] or None,
+               hint="GPT-2's c_attn is TinyLM's attn.qkv: one (3C, C) weight and one (3C,) bias "
+                    "holding q, k and v together (c_attn's weight transposed), not three "
+                    "separate q, k, v entries")
+    if missing and all(n.endswith(".bias") for n in missing):
+        c.fail("biases are missing", case=case, expected=missing[:3],
+               hint="GPT-2 has biases on every projection (c_attn, c_proj, c_fc) and in every "
+                    "LayerNorm: map each h.N.<layer>.bias to blocks.N.<ours>.bias as well as the "
+                    "weights")
     if "head.weight" in missing:
         c.fail("there is no head.weight", case=case, expected="'head.weight' in the result",
                hint="GPT-2's head is tied: it is the token embedding's matrix, so set "
@@ -123,14 +150,21 @@ def check_gpt2_to_tinylm(fn):
     """Check gpt2_to_tinylm(hf, n_layers) -> TinyLM's state dict, from a GPT-2 (Conv1D) state dict."""
     __tracebackhide__ = True
     c = Checker("gpt2_to_tinylm", fn)
-    for seed, n_layers, dtype in ((0, 2, torch.float32), (1, 1, torch.float64), (2, 3, torch.float32)):
-        hf, expected = _gpt2_state(seed, n_layers, dtype)
+    for seed, n_layers, dtype, C, V, max_len in ((0, 2, torch.float32, 6, 11, 9),
+                                                 (1, 1, torch.float64, 8, 7, 5),
+                                                 (2, 3, torch.float32, 4, 13, 12)):
+        hf, expected = _gpt2_state(seed, n_layers, dtype, C=C, V=V, max_len=max_len)
         given = {name: t.clone() for name, t in hf.items()}
-        case = (f"a GPT-2 state dict of width 6, vocabulary 11, {n_layers} layer(s), {dtype}, "
-                f"with h.N.attn.bias buffers; n_layers={n_layers}")
+        case = (f"a GPT-2 state dict of width {C}, vocabulary {V}, {max_len} positions, "
+                f"{n_layers} layer(s), {dtype}, with h.N.attn.bias buffers; n_layers={n_layers}")
         got = c.call(given, n_layers, case=case,
+                     crash_hint="read each name as the table gives it (no `transformer.` prefix) "
+                                "and loop over range(n_layers); take the sizes from the tensors, "
+                                "not from GPT-2 small's",
                      none_hint="return the new dict of TinyLM's names, e.g. `return out`")
-        if set(given) != set(hf) or any(not torch.equal(given[k], hf[k]) for k in hf):
+        if set(given) != set(hf) or any(
+                not isinstance(given[k], torch.Tensor) or given[k].shape != hf[k].shape
+                or given[k].dtype != hf[k].dtype or not torch.equal(given[k], hf[k]) for k in hf):
             c.fail("the given state dict was changed", case=case, hint=(
                 "build and return a new dict; leave the given one as it was (no pop, no "
                 "assignment into it, no in-place .t_() or .copy_())"))
@@ -144,6 +178,179 @@ def check_gpt2_to_tinylm(fn):
     c.done()
 
 
+# ---------------------------------------------------------------------------
+# previous_token_scores
+# ---------------------------------------------------------------------------
+
+def _causal_weights(gen, shape, dtype):
+    """Random causal attention weights (..., T, T): each row a distribution over keys j <= i."""
+    T = shape[-1]
+    scores = torch.randn(*shape, generator=gen, dtype=torch.float64) * 2
+    hidden = torch.ones(T, T, dtype=torch.bool).triu(1)
+    return torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1).to(dtype)
+
+
+def _previous_token_mistakes(w):
+    T = w.shape[-1]
+    below = w.diagonal(offset=-1, dim1=-2, dim2=-1)                       # (..., T - 1)
+    return [
+        (below.sum(-1) / T, "average over the T - 1 queries t = 1 .. T - 1 that have a previous "
+                            "token: query 0 is left out, not counted as a 0"),
+        (w.diagonal(dim1=-2, dim2=-1).mean(-1), "the previous token is key t - 1, one below the "
+                                                "diagonal (diagonal(offset=-1)); the diagonal "
+                                                "itself is each query's weight on its own token"),
+        (w.diagonal(dim1=-2, dim2=-1)[..., 1:].mean(-1),
+         "the previous token is key t - 1, one below the diagonal (diagonal(offset=-1)); the "
+         "diagonal itself is each query's weight on its own token"),
+        (below.sum(-1), "take the mean over the queries t = 1 .. T - 1, not their sum"),
+        (below.amax(-1), "take the mean over the queries t = 1 .. T - 1, not the largest"),
+        (w[..., 1:, 0].mean(-1), "the previous token of query t is key t - 1, not the first key"),
+        (below.mean(tuple(range(below.ndim))) * torch.ones(w.shape[:-2], dtype=w.dtype),
+         "keep one score for every leading index (every layer and head): average over the "
+         "queries only, the last axis of diagonal(offset=-1)"),
+    ]
+
+
+def _scores_result(c, out, w, shape, case):
+    """The learner's scores as a float64 tensor, after the type, shape, dtype and finiteness checks."""
+    __tracebackhide__ = True
+    if isinstance(out, np.ndarray):
+        c.fail("expected a torch tensor, got a NumPy array", case=case,
+               hint="stay in torch (weights.diagonal(...).mean(...)): the weights are a tensor")
+    if not isinstance(out, torch.Tensor):
+        c.fail(f"expected a torch tensor, got {type(out).__name__}", case=case,
+               hint="return one tensor of scores, shape (...): no .item(), .tolist() or tuple")
+    c.shape(out, shape, "the scores", case,
+            hint=f"one score per leading index of weights: the shape {tuple(shape)}, the last "
+                 f"two axes (queries, keys) gone")
+    if out.dtype != w.dtype:
+        c.fail("the scores have the wrong dtype", case=case, expected=str(w.dtype),
+               got=str(out.dtype), hint="return the scores in the weights' dtype: no .float() "
+                                        "or .double() on the result")
+    got = out.detach().double()
+    if not bool(torch.isfinite(got).all()):
+        c.fail("the scores contain inf or NaN", case=case, got=got,
+               hint="average only the T - 1 weights below the diagonal, which are finite")
+    c.ok()
+    return got
+
+
+def check_previous_token_scores(fn):
+    """Check previous_token_scores(weights) -> (...): mean of weights[..., t, t - 1] over t >= 1."""
+    __tracebackhide__ = True
+    c = Checker("previous_token_scores", fn)
+    gen = torch.Generator().manual_seed(10)
+    formula = ("weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1): the weight query t puts "
+               "on key t - 1, averaged over t = 1 .. T - 1")
+    cases = [((2, 3, 6, 6), torch.float32), ((4, 5, 5), torch.float32), ((3, 2, 2), torch.float32),
+             ((2, 2, 9, 9), torch.float64), ((7, 7), torch.float32), ((3, 4, 8, 8), torch.bfloat16)]
+    for shape, dtype in cases:
+        w = _causal_weights(gen, shape, dtype)
+        case = (f"weights of shape {shape} in {str(dtype).replace('torch.', '')}: causal rows "
+                f"that each sum to 1")
+        out = c.call(w, case=case, crash_hint="weights.diagonal(offset=-1, dim1=-2, dim2=-1) "
+                     "gives the weights on the previous token, shape (..., T - 1)")
+        lead = shape[:-2]
+        if isinstance(out, torch.Tensor) and out.dim() == len(lead) + 1 and tuple(
+                out.shape[:-1]) == tuple(lead) and out.shape[-1] in (1, shape[-1] - 1):
+            c.fail("the result still has an axis of queries", case=case, expected=tuple(lead),
+                   got=tuple(out.shape), hint="average over the queries, the last axis of "
+                   "diagonal(offset=-1), without keepdim: one number per leading index")
+        if isinstance(out, (float, int)) or (isinstance(out, torch.Tensor) and out.dim() == 0
+                                             and lead):
+            c.fail("the result is one number for all heads", case=case, expected=tuple(lead),
+                   got=out if not isinstance(out, torch.Tensor) else tuple(out.shape),
+                   hint="keep one score for every leading index (every layer and head): average "
+                        "over the queries only")
+        got = _scores_result(c, out, w, lead, case)
+        want = w.double().diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)
+        if not tensors_close(got, want, dtype):
+            for wrong, hint in _previous_token_mistakes(w.double()):
+                if wrong.shape == want.shape and tensors_close(got, wrong, dtype):
+                    c.fail("the scores are not right", case=case, expected=want, got=got,
+                           hint=hint)
+            c.fail("the scores are not right", case=case, expected=want, got=got, hint=formula)
+        c.ok()
+    c.done()
+
+
+# ---------------------------------------------------------------------------
+# prefix_lm_mask
+# ---------------------------------------------------------------------------
+
+def _prefix_mask(T, n_prefix, *, inclusive=False, prefix_sees_all=False):
+    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    in_prefix = (j <= n_prefix) if inclusive else (j < n_prefix)
+    allowed = (j <= i) | in_prefix
+    if prefix_sees_all:
+        allowed = allowed | (i < n_prefix)
+    return np.where(allowed, 0.0, -np.inf)
+
+
+def _describe_mask(m):
+    return np.where(np.isfinite(m), "0", "-inf") if m.ndim == 2 else m
+
+
+def check_prefix_lm_mask(fn):
+    """Check prefix_lm_mask(T, n_prefix) -> (T, T) NumPy additive mask, 0 / -inf."""
+    __tracebackhide__ = True
+    c = Checker("prefix_lm_mask", fn)
+    rule = ("query i sees key j when j <= i or j < n_prefix: 0 there, -inf elsewhere")
+    for T, n_prefix in ((6, 3), (5, 0), (4, 4), (7, 1), (1, 0), (1, 1), (9, 5), (3, 2)):
+        case = f"prefix_lm_mask({T}, {n_prefix})"
+        got = c.call(T, n_prefix, case=case, none_hint="end with `return` and the mask")
+        if isinstance(got, torch.Tensor):
+            c.fail("expected a NumPy array, got a torch tensor", case=case,
+                   hint="build the mask with NumPy (np.zeros, np.where, np.triu), as lesson "
+                        "01's causal_mask does: lesson 01's attention takes NumPy arrays")
+        if not isinstance(got, np.ndarray):
+            c.fail(f"expected a NumPy array, got {type(got).__name__}", case=case,
+                   hint="return a (T, T) NumPy float array of 0 and -inf")
+        c.shape(got, (T, T), "the mask", case, hint="one row per query and one column per key")
+        if got.dtype == bool:
+            c.fail("the mask is boolean", case=case, got=got,
+                   hint="return the additive mask: 0.0 where a query may look and -np.inf where "
+                        "it may not (np.where(allowed, 0.0, -np.inf))")
+        if not np.issubdtype(got.dtype, np.floating):
+            c.fail(f"the mask has dtype {got.dtype}, not a float dtype", case=case, got=got,
+                   hint="return floats: 0.0 where a query may look and -np.inf where it may not")
+        want = _prefix_mask(T, n_prefix)
+        ok_values = np.isin(got, (0.0, -np.inf)) | np.isnan(got)
+        if not ok_values.all():
+            odd = got[~ok_values][:3]
+            c.fail("the mask holds values other than 0 and -inf", case=case, got=odd,
+                   hint="use exactly 0.0 where a query may look and -np.inf where it may not "
+                        "(a large negative number such as -1e9 is not -inf)")
+        if np.isnan(got).any():
+            c.fail("the mask holds NaN", case=case, got=_describe_mask(got), hint=rule)
+        if not np.array_equal(got, want):
+            if np.array_equal(np.isfinite(got), ~np.isfinite(want)):
+                c.fail("the mask's polarity is swapped", case=case,
+                       expected=_describe_mask(want), got=_describe_mask(got),
+                       hint="0 goes where a query may look and -inf where it may not")
+            wrongs = [
+                (np.where(np.tril(np.ones((T, T), dtype=bool)), 0.0, -np.inf),
+                 "the prefix's positions see each other in both directions: a key j < n_prefix "
+                 "is visible to every query, not only to queries i >= j"),
+                (_prefix_mask(T, n_prefix, inclusive=True),
+                 "the prefix is keys 0 .. n_prefix - 1: j < n_prefix, not j <= n_prefix"),
+                (_prefix_mask(T, n_prefix, prefix_sees_all=True),
+                 "a prefix position sees the whole prefix and nothing after it: the keys after "
+                 "the prefix stay hidden from it (only j <= i or j < n_prefix)"),
+                (np.zeros((T, T)), "only the prefix is bidirectional: positions after it are "
+                                   "causal, so key j > i is hidden unless j < n_prefix"),
+                (np.where(np.tril(np.ones((T, T), dtype=bool), -1) |
+                          (np.arange(T)[None, :] < n_prefix), 0.0, -np.inf),
+                 "each query may see its own position: j <= i, not j < i"),
+            ]
+            for wrong, hint in wrongs:
+                if np.array_equal(got, wrong):
+                    c.fail("the mask is not right", case=case, expected=_describe_mask(want),
+                           got=_describe_mask(got), hint=hint)
+            c.fail("the mask is not right", case=case, expected=_describe_mask(want),
+                   got=_describe_mask(got), hint=rule)
+        c.ok()
+    c.done()
 # Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
 # the code. None of them holds a line of the answer.
 HINTS = {
