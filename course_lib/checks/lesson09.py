@@ -364,6 +364,15 @@ HINTS = {
         "Read the fields from the dict, compute the head size as C / attention heads, and return "
         "an int.",
     ),
+    "attention_flops": (
+        "Count the query-key pairs the kernel computes, then multiply by the FLOPs one pair "
+        "costs: 2C for its score and 2C for adding its value into the output.",
+        "Causal query t meets t + 1 keys (itself included), not t; summed over T queries that "
+        "is T(T + 1)/2 pairs. Without the mask every query meets all T keys. Keep the "
+        "arithmetic in integers: a division with / makes a float.",
+        "One expression for the pairs (chosen by causal), one multiplication, and an int "
+        "returned.",
+    ),
     "tiled_attention": (
         "Process the keys one block at a time, keeping per query a running maximum m, a running "
         "normaliser l and an unnormalised output acc; rescale l and acc whenever m grows.",

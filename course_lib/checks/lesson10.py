@@ -354,6 +354,24 @@ def check_prefix_lm_mask(fn):
 # Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
 # the code. None of them holds a line of the answer.
 HINTS = {
+    "previous_token_scores": (
+        "Query t's weight on key t - 1 sits just below the main diagonal of the (T, T) weights; "
+        "take that diagonal for every leading index and average it.",
+        "The diagonal is the query's weight on itself, not on the previous token; the one "
+        "below it has T - 1 entries, one per query from 1 on, so average those, not over T. "
+        "And keep the leading axes: reduce the last two only.",
+        "torch's diagonal with an offset and the two last dims, then a mean over the new last "
+        "axis, gives (...) in weights' dtype.",
+    ),
+    "prefix_lm_mask": (
+        "Query i may see key j in two cases: j <= i (causal), or j inside the prefix. Build the "
+        "condition for every (i, j) at once and turn it into 0 or -inf.",
+        "The prefix opens only keys j < n_prefix to every query, not the queries i < n_prefix "
+        "to every key: a prefix position must not see past the prefix. n_prefix = 0 must "
+        "give exactly the causal mask.",
+        "A column of query indices against a row of key indices broadcasts to (T, T); np.where "
+        "on the combined condition gives a float array.",
+    ),
     "gpt2_to_tinylm": (
         "Rename every GPT-2 tensor to TinyLM's name, following the table; most are copied as "
         "they are.",
