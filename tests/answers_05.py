@@ -263,3 +263,21 @@ sin = torch.sin(angles).repeat_interleave(2, dim=-1)
 turned = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
 return x * cos + turned * sin"""),
 ]
+
+WRONG += [
+    Wrong("rope_scores", "exponent over D/2", _scores(
+        freqs="base ** (-torch.arange(0, D, 2, dtype=q.dtype) / (D // 2))"), "the scores are not right"),
+    Wrong("rope_scores", "summed over the distances", _scores(total=".sum(0)"),
+          "the result has the wrong shape"),
+    Wrong("rope_scores", "only the first pair", _scores(total="[:, 0]"),
+          "the score at distance 0 is not q . k"),
+]
+
+ALTERNATIVES += [
+    ("rope_scores", "k turned by hand, dotted with q", """\
+D = q.shape[-1]
+t = distances[:, None] * base ** (-torch.arange(0, D, 2, dtype=q.dtype) / D)
+ka, kb = k[0::2], k[1::2]
+turned = torch.stack([ka * t.cos() - kb * t.sin(), ka * t.sin() + kb * t.cos()], dim=-1)
+return turned.flatten(-2) @ q"""),
+]
