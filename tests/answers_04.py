@@ -3,11 +3,11 @@ from answers import Wrong
 
 REFERENCE = {
     "block_forward": """\
-attn_write, mlp_write = block.writes(x)
-return x + attn_write + mlp_write""",
+x = x + block.attn(block.norm1(x))
+return x + block.mlp(block.norm2(x))""",
     "count_params": """\
-from course_lib.costs import count_params as reference
-return reference(config)""",
+V, P, C, L = config.vocab_size, config.max_len, config.d_model, config.n_layers
+return V * C + P * C + L * (12 * C * C + 9 * C) + 2 * C""",
 }
 
 _COUNT = "V, P, C, L = config.vocab_size, config.max_len, config.d_model, config.n_layers\n"
@@ -119,12 +119,14 @@ return V * C + V * C + L * per_block + 2 * C""",
 ]
 
 REFERENCE["layer_norm"] = """\
-return torch.nn.functional.layer_norm(x.float(), x.shape[-1:], weight.float(), bias.float(),
+work = torch.promote_types(x.dtype, torch.float32)
+return torch.nn.functional.layer_norm(x.to(work), x.shape[-1:], weight.to(work), bias.to(work),
                                       eps).to(x.dtype)"""
 
 
 def _ln(var="(x - m).pow(2).mean(-1, keepdim=True)", normed="(x - m) / torch.sqrt(var + eps)",
-        m="x.mean(-1, keepdim=True)", result="normed * weight + bias", before="x = x.float()"):
+        m="x.mean(-1, keepdim=True)", result="normed * weight + bias",
+        before="x = x.to(torch.promote_types(dtype, torch.float32))"):
     """A layer_norm body with one piece swapped for a mistake."""
     return f"""\
 dtype = x.dtype
@@ -193,12 +195,106 @@ return x"""),
 V, P, C, L = config.vocab_size, config.max_len, config.d_model, config.n_layers
 return V * C + P * C + L * (12 * C * C + 9 * C) + 2 * C"""),
     ("layer_norm", "var with unbiased=False", """\
-xf = x.float()
+xf = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 mean = xf.mean(dim=-1, keepdim=True)
 var = xf.var(dim=-1, unbiased=False, keepdim=True)
-return ((xf - mean) * torch.rsqrt(var + eps) * weight.float() + bias.float()).to(x.dtype)"""),
+return ((xf - mean) * torch.rsqrt(var + eps) * weight.to(xf.dtype) + bias.to(xf.dtype)).to(x.dtype)"""),
     ("layer_norm", "torch.var_mean with correction=0", """\
-var, mean = torch.var_mean(x.to(torch.float32), dim=-1, keepdim=True, correction=0)
-y = (x.to(torch.float32) - mean) / (var + eps).sqrt()
-return torch.addcmul(bias.float(), y, weight.float()).type(x.dtype)"""),
+work = torch.float64 if x.dtype == torch.float64 else torch.float32
+var, mean = torch.var_mean(x.to(work), dim=-1, keepdim=True, correction=0)
+y = (x.to(work) - mean) / (var + eps).sqrt()
+return torch.addcmul(bias.to(work), y, weight.to(work)).type(x.dtype)"""),
+]
+
+# Kinds a class found (issue 21), each with more than one instance.
+WRONG += [
+    # the course's own block is the answer key, however it is reached
+    Wrong("block_forward", "returns block(x)", "return block(x)", "calls the block itself"),
+    Wrong("block_forward", "Block.forward on the block", """\
+from course_lib.blocks import Block
+return Block.forward(block, x)""", "calls the block itself"),
+    Wrong("block_forward", "x plus block.writes(x)", """\
+attn_write, mlp_write = block.writes(x)
+return x + attn_write + mlp_write""", "calls the block itself"),
+    # the return type: a tensor, not an array or a list
+    Wrong("block_forward", "returns a NumPy array", """\
+x = x + block.attn(block.norm1(x))
+return (x + block.mlp(block.norm2(x))).detach().numpy()""", "should be a torch tensor, got a NumPy array"),
+    Wrong("block_forward", "returns a list of rows", """\
+x = x + block.attn(block.norm1(x))
+return list(x + block.mlp(block.norm2(x)))""", "should be a torch tensor"),
+    # count_params: the course's own count, parts left out, the wrong kind of number
+    Wrong("count_params", "costs.count_params", """\
+from course_lib import costs
+return costs.count_params(config)""", "calls course_lib's own count"),
+    Wrong("count_params", "the sum of param_breakdown", """\
+from course_lib.costs import param_breakdown
+return sum(param_breakdown(config).values())""", "calls course_lib's own count"),
+    Wrong("count_params", "one block too few", _COUNT + """\
+return V * C + P * C + (L - 1) * (12 * C * C + 9 * C) + 2 * C""", "one block too few"),
+    Wrong("count_params", "range(1, L) over the blocks", _COUNT + """\
+return V * C + P * C + sum(12 * C * C + 9 * C for _ in range(1, L)) + 2 * C""", "one block too few"),
+    Wrong("count_params", "forgets the fused qkv", _COUNT + """\
+return V * C + P * C + L * (9 * C * C + 9 * C) + 2 * C""", "fused q, k, v matrix"),
+    Wrong("count_params", "attention as qkv only", _COUNT + """\
+attention = 3 * C * C
+return V * C + P * C + L * (attention + 8 * C * C + 9 * C) + 2 * C""", "output projection, attn.proj"),
+    Wrong("count_params", "a NumPy integer", _COUNT + """\
+return np.int64(V * C + P * C + L * (12 * C * C + 9 * C) + 2 * C)""", "should be a Python int"),
+    Wrong("count_params", "np.prod of the shapes", _COUNT + """\
+shapes = [(V, C), (P, C)] + [(12 * C * C + 9 * C, 1)] * L + [(2, C)]
+return sum(np.prod(s) for s in shapes)""", "should be a Python int"),
+    Wrong("count_params", "a tensor", _COUNT + """\
+return torch.tensor(V * C + P * C + L * (12 * C * C + 9 * C) + 2 * C)""", "should be a Python int"),
+    # layer_norm: E[x^2] - E[x]^2, float64 rounded through float32, half computed in half
+    Wrong("layer_norm", "E[x^2] - E[x]^2", _ln(var="(x * x).mean(-1, keepdim=True) - m * m"),
+          "E[x^2] - E[x]^2"),
+    Wrong("layer_norm", "E[x^2] - E[x]^2 with torch.square", _ln(
+        var="torch.square(x).mean(-1, keepdim=True) - torch.square(m)"), "E[x^2] - E[x]^2"),
+    Wrong("layer_norm", "always in float32", _ln(before="x = x.float()"),
+          "right only to float32 precision"),
+    Wrong("layer_norm", "float32 weights", """\
+xf = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+m = xf.mean(-1, keepdim=True)
+var = (xf - m).pow(2).mean(-1, keepdim=True)
+return ((xf - m) / torch.sqrt(var + eps) * weight.float() + bias.float()).to(x.dtype)""",
+          "right only to float32 precision"),
+    Wrong("layer_norm", "weights rounded to 3 decimals", """\
+xf = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+m = xf.mean(-1, keepdim=True)
+var = (xf - m).pow(2).mean(-1, keepdim=True)
+out = (xf - m) / torch.sqrt(var + eps) * weight.round(decimals=3) + bias.round(decimals=3)
+return out.to(x.dtype)""", "the result is not right"),
+    Wrong("layer_norm", "bfloat16 computed in bfloat16", """\
+m = x.mean(-1, keepdim=True)
+var = (x - m).pow(2).mean(-1, keepdim=True)
+return (x - m) / torch.sqrt(var + eps) * weight + bias""", "in half precision"),
+    Wrong("layer_norm", "in-place exp of a tensor autograd needs", """\
+xf = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+m = xf.mean(-1, keepdim=True)
+centred = xf - m
+sq = centred.pow(2)
+var = sq.mean(-1, keepdim=True)
+out = centred / torch.sqrt(var + eps)
+out = (out * weight + bias).to(x.dtype)
+centred.mul_(1.0)
+return out""", "edits in place"),
+]
+
+ALTERNATIVES += [
+    ("block_forward", "two residual helpers", """\
+def residual(stream, norm, sublayer):
+    return stream + sublayer(norm(stream))
+return residual(residual(x, block.norm1, block.attn), block.norm2, block.mlp)"""),
+    ("count_params", "summed term by term", """\
+C = config.d_model
+per_block = 3 * C * C + C * C + (4 * C * C + 4 * C) + (4 * C * C + C) + 4 * C
+total = config.vocab_size * C + config.max_len * C + config.n_layers * per_block + 2 * C
+return int(total)"""),
+    ("layer_norm", "rsqrt with the dtype promoted", """\
+work = torch.promote_types(x.dtype, torch.float32)
+xw, w, b = x.to(work), weight.to(work), bias.to(work)
+centred = xw - xw.mean(dim=-1, keepdim=True)
+inv = torch.rsqrt(torch.mean(centred * centred, dim=-1, keepdim=True) + eps)
+return (centred * inv * w + b).to(x.dtype)"""),
 ]

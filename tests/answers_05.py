@@ -3,11 +3,20 @@ from answers import Wrong
 
 REFERENCE = {
     "sinusoidal_positions": """\
-from course_lib.positions import sinusoidal_positions as reference
-return reference(T, d_model)""",
+pos = torch.arange(T, dtype=torch.float32)[:, None]
+two_i = torch.arange(0, d_model, 2, dtype=torch.float32)
+angles = pos / 10000 ** (two_i / d_model)
+pe = torch.zeros(T, d_model)
+pe[:, 0::2] = torch.sin(angles)
+pe[:, 1::2] = torch.cos(angles)
+return pe""",
     "apply_rope": """\
-from course_lib.positions import apply_rope as reference
-return reference(x, positions, base)""",
+D = x.shape[-1]
+freqs = base ** (-torch.arange(0, D, 2) / D)
+angles = positions[:, None] * freqs
+cos, sin = torch.cos(angles), torch.sin(angles)
+a, b = x[..., 0::2], x[..., 1::2]
+return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)""",
 }
 
 
@@ -62,9 +71,8 @@ return torch.where(torch.arange(d_model) % 2 == 0, torch.sin(angles), torch.cos(
           _table("pos * 10000 ** (two_i / d_model)", INTERLEAVED), "you multiplied by it"),
     Wrong("sinusoidal_positions", "floor division in the exponent",
           _table("pos / 10000 ** (two_i // d_model)", INTERLEAVED), "not floor division (//)"),
-    Wrong("sinusoidal_positions", "transposed", """\
-from course_lib.positions import sinusoidal_positions as reference
-return reference(T, d_model).T""",
+    Wrong("sinusoidal_positions", "transposed",
+          _table("pos / 10000 ** (two_i / d_model)", INTERLEAVED).replace("return pe", "return pe.T"),
           "one row per position"),
     # 05 apply_rope
     Wrong("apply_rope", "rotates the halves", """\
@@ -167,9 +175,9 @@ pe = torch.zeros(T, d_model)
 pe[:, 0::2] = torch.sin(pos * div)
 pe[:, 1::2] = torch.cos(pos * div)
 return pe"""),
-    ("sinusoidal_positions", "NumPy, stacked then reshaped", """\
+    ("sinusoidal_positions", "NumPy, stacked then reshaped, returned as a tensor", """\
 angles = np.arange(T)[:, None] / 10000 ** (np.arange(d_model // 2) * 2 / d_model)
-return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(T, d_model)"""),
+return torch.from_numpy(np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(T, d_model))"""),
     ("apply_rope", "complex numbers, as in Meta's original Llama code", """\
 D = x.shape[-1]
 angles = positions[:, None].double() * base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
@@ -186,4 +194,90 @@ t = distances[:, None].double() * base ** (-torch.arange(0, D, 2, dtype=torch.fl
 qc = torch.complex(q[0::2].double(), q[1::2].double())
 kc = torch.complex(k[0::2].double(), k[1::2].double())
 return (qc.conj() * kc * torch.exp(1j * t)).real.sum(-1).to(q.dtype)"""),
+]
+
+# Kinds a class found (issue 21), each with more than one instance.
+WRONG += [
+    # the course's own functions are the answer key
+    Wrong("sinusoidal_positions", "course_lib's table", """\
+from course_lib import positions
+return positions.sinusoidal_positions(T, d_model)""", "calls course_lib's own sinusoidal_positions"),
+    Wrong("sinusoidal_positions", "course_lib's table, cast", """\
+from course_lib.positions import sinusoidal_positions as table
+return table(T, d_model).double()""", "calls course_lib's own sinusoidal_positions"),
+    Wrong("apply_rope", "course_lib's apply_rope", """\
+import course_lib.positions as course_positions
+return course_positions.apply_rope(x, positions, base=base)""",
+          "calls course_lib's own apply_rope"),
+    Wrong("apply_rope", "course_lib's apply_rope, imported", """\
+from course_lib.positions import apply_rope as rope
+return rope(x, positions, base)""", "calls course_lib's own apply_rope"),
+    # the return type the statement names: a float tensor
+    Wrong("sinusoidal_positions", "a NumPy table", """\
+angles = np.arange(T)[:, None] / 10000 ** (np.arange(0, d_model, 2) / d_model)
+pe = np.zeros((T, d_model))
+pe[:, 0::2], pe[:, 1::2] = np.sin(angles), np.cos(angles)
+return pe""", "should be a torch tensor, got a NumPy array"),
+    Wrong("sinusoidal_positions", "an integer table", _table(
+        "pos / 10000 ** (two_i / d_model)", INTERLEAVED).replace(
+        "torch.zeros(T, d_model)", "torch.zeros(T, d_model, dtype=torch.long)"),
+          "not a float tensor"),
+    Wrong("sinusoidal_positions", "a list of rows", _table(
+        "pos / 10000 ** (two_i / d_model)", INTERLEAVED).replace("return pe", "return pe.tolist()"),
+          "should be a torch tensor"),
+    # positions that do not start at 0: a chunk after a cache, one decode step
+    Wrong("apply_rope", "positions counted from the first one",
+          _rope(angles="(positions - positions[0])[:, None] * freqs"),
+          "or the positions minus the first one"),
+    Wrong("apply_rope", "positions counted from the smallest",
+          _rope(angles="(positions - positions.min())[:, None] * freqs"),
+          "a chunk after a cache starts where the cache ends"),
+    Wrong("apply_rope", "arange from the first position",
+          _rope(angles="torch.arange(len(positions))[:, None] * freqs"),
+          "rotate by the positions you are given"),
+    # rope_scores: float64 checked to float64 precision, distances far from 0
+    Wrong("rope_scores", "float32 frequencies for float64 input",
+          _scores(freqs="(base ** (-torch.arange(0, D, 2) / D)).float()", total=".sum(-1)"),
+          "right only to float32 precision"),
+    Wrong("rope_scores", "computed in float32, returned in q's dtype", """\
+D = q.shape[-1]
+qf, kf = q.float(), k.float()
+t = distances[:, None].float() * base ** (-torch.arange(0, D, 2) / D)
+qa, qb, ka, kb = qf[0::2], qf[1::2], kf[0::2], kf[1::2]
+return ((qa * ka + qb * kb) * torch.cos(t) + (qb * ka - qa * kb) * torch.sin(t)).sum(-1).to(q.dtype)""",
+          "right only to float32 precision"),
+    Wrong("rope_scores", "distances counted from the first", _scores().replace(
+        "t = distances[:, None] * freqs", "t = (distances - distances[0])[:, None] * freqs"),
+          "the score at distance 0 is not q . k"),
+]
+
+ALTERNATIVES += [
+    ("sinusoidal_positions", "one angle matrix, then torch.where", """\
+angles = torch.arange(T)[:, None] * torch.exp(-math.log(10000.0) * (torch.arange(d_model) // 2 * 2) / d_model)
+return torch.where(torch.arange(d_model) % 2 == 0, torch.sin(angles), torch.cos(angles))"""),
+    ("apply_rope", "rotate-half trick on interleaved pairs", """\
+D = x.shape[-1]
+angles = positions[:, None] * base ** (-torch.arange(0, D, 2) / D)
+cos = torch.cos(angles).repeat_interleave(2, dim=-1)
+sin = torch.sin(angles).repeat_interleave(2, dim=-1)
+turned = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
+return x * cos + turned * sin"""),
+]
+
+WRONG += [
+    Wrong("rope_scores", "exponent over D/2", _scores(
+        freqs="base ** (-torch.arange(0, D, 2, dtype=q.dtype) / (D // 2))"), "the scores are not right"),
+    Wrong("rope_scores", "summed over the distances", _scores(total=".sum(0)"),
+          "the result has the wrong shape"),
+    Wrong("rope_scores", "only the first pair", _scores(total="[:, 0]"),
+          "the score at distance 0 is not q . k"),
+]
+
+ALTERNATIVES += [
+    ("rope_scores", "k turned by hand, dotted with q", """\
+D = q.shape[-1]
+t = distances[:, None] * base ** (-torch.arange(0, D, 2, dtype=q.dtype) / D)
+ka, kb = k[0::2], k[1::2]
+turned = torch.stack([ka * t.cos() - kb * t.sin(), ka * t.sin() + kb * t.cos()], dim=-1)
+return turned.flatten(-2) @ q"""),
 ]

@@ -3,8 +3,14 @@ from answers import Wrong
 
 REFERENCE = {
     "train_step": """\
-from course_lib.training import train_step as reference
-return reference(model, opt, batch)""",
+import torch.nn.functional as F
+inputs, targets = batch[:, :-1], batch[:, 1:]
+logits = model(inputs)
+loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+opt.zero_grad()
+loss.backward()
+opt.step()
+return loss.item()""",
 }
 
 
@@ -73,16 +79,20 @@ WRONG += [
 
 REFERENCE.update({
     "sample_batch": """\
-from course_lib.data import get_batch, split_inputs_targets
-return split_inputs_targets(get_batch(ids, batch_size, block_size, generator))""",
+starts = torch.randint(0, len(ids) - block_size, (batch_size,), generator=generator)
+window = ids[starts[:, None] + torch.arange(block_size + 1)]
+return window[:, :-1], window[:, 1:]""",
     "cross_entropy": """\
-from course_lib.training import next_token_loss
-return next_token_loss(logits, targets)""",
+m = logits.amax(dim=-1, keepdim=True)
+lse = m[..., 0] + torch.log(torch.exp(logits - m).sum(dim=-1))
+picked = logits.gather(-1, targets[..., None])[..., 0]
+return (lse - picked).mean()""",
     "lr_schedule": """\
-from course_lib.training import TrainConfig, lr_at
-config = TrainConfig(steps=total_steps, lr=max_lr, warmup_steps=warmup_steps,
-                     min_lr_ratio=min_lr_ratio)
-return lr_at(step, config)""",
+if step < warmup_steps:
+    return max_lr * (step + 1) / warmup_steps
+floor = max_lr * min_lr_ratio
+progress = min(1.0, (step - warmup_steps) / max(1, total_steps - 1 - warmup_steps))
+return floor + (max_lr - floor) * 0.5 * (1 + math.cos(math.pi * progress))""",
 })
 
 
@@ -237,9 +247,6 @@ y = targets.reshape(-1)
 m = z.max(dim=1).values.detach()
 lse = m + torch.log(torch.exp(z - m[:, None]).sum(dim=1))
 return torch.mean(lse - z[torch.arange(len(y)), y])"""),
-    ("cross_entropy", "F.cross_entropy on flattened tensors", """\
-import torch.nn.functional as F
-return F.cross_entropy(logits.flatten(0, 1), targets.flatten())"""),
     ("lr_schedule", "the end handled first", """\
 floor = max_lr * min_lr_ratio
 if step >= total_steps - 1:
@@ -248,4 +255,148 @@ if step < warmup_steps:
     return max_lr * (step + 1) / warmup_steps
 progress = (step - warmup_steps) / (total_steps - 1 - warmup_steps)
 return floor + 0.5 * (max_lr - floor) * (1 + math.cos(math.pi * progress))"""),
+]
+
+# Kinds a class found (issue 21), each with more than one instance.
+WRONG += [
+    # the course's own functions are the answer key
+    Wrong("train_step", "course_lib's train_step", """\
+from course_lib.training import train_step as step
+return step(model, opt, batch)""", "calls course_lib's own train_step"),
+    Wrong("train_step", "course_lib's train_step, via the module", """\
+from course_lib import training
+return float(training.train_step(model, opt, batch))""", "calls course_lib's own train_step"),
+    Wrong("sample_batch", "course_lib's get_batch", """\
+from course_lib.data import get_batch
+window = get_batch(ids, batch_size, block_size, generator)
+return window[:, :-1], window[:, 1:]""", "calls course_lib's own get_batch"),
+    Wrong("sample_batch", "course_lib's get_batch and split", """\
+from course_lib import data
+return data.split_inputs_targets(data.get_batch(ids, batch_size, block_size, generator))""",
+          "calls course_lib's own get_batch"),
+    Wrong("lr_schedule", "course_lib's lr_at", """\
+from course_lib.training import TrainConfig, lr_at
+return lr_at(step, TrainConfig(steps=total_steps, lr=max_lr, warmup_steps=warmup_steps,
+                               min_lr_ratio=min_lr_ratio))""", "calls course_lib's own lr_at"),
+    Wrong("lr_schedule", "course_lib's lr_at, via the module", """\
+from course_lib import training
+config = training.TrainConfig(steps=total_steps, lr=max_lr, warmup_steps=warmup_steps,
+                              min_lr_ratio=min_lr_ratio)
+return training.lr_at(step, config)""", "calls course_lib's own lr_at"),
+    # cross_entropy: the functions the statement forbids
+    Wrong("cross_entropy", "F.cross_entropy on flattened tensors", """\
+import torch.nn.functional as F
+return F.cross_entropy(logits.flatten(0, 1), targets.flatten())""",
+          "calls F.cross_entropy, which the exercise asks you not to use"),
+    Wrong("cross_entropy", "nn.CrossEntropyLoss", """\
+loss_fn = torch.nn.CrossEntropyLoss()
+return loss_fn(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))""",
+          "calls F.cross_entropy"),
+    Wrong("cross_entropy", "log_softmax and gather", """\
+log_probs = torch.log_softmax(logits, dim=-1)
+return -log_probs.gather(-1, targets[..., None]).mean()""", "calls log_softmax"),
+    Wrong("cross_entropy", "the log_softmax method", """\
+return -logits.log_softmax(-1).gather(-1, targets.unsqueeze(-1)).mean()""", "calls log_softmax"),
+    Wrong("cross_entropy", "torch.special.log_softmax", """\
+return -torch.special.log_softmax(logits, -1).gather(-1, targets[..., None]).mean()""",
+          "torch.special.log_softmax"),
+    Wrong("cross_entropy", "course_lib's next_token_loss", """\
+from course_lib.training import next_token_loss
+return next_token_loss(logits, targets)""", "calls course_lib's own next_token_loss"),
+    # cross_entropy: the return type and dtype
+    Wrong("cross_entropy", "float64 loss for float32 logits", """\
+z = logits.double()
+lse = torch.logsumexp(z, dim=-1)
+return (lse - z.gather(-1, targets[..., None])[..., 0]).mean()""", "the loss has the wrong dtype"),
+    Wrong("cross_entropy", "a NumPy number", """\
+lse = torch.logsumexp(logits, dim=-1)
+return (lse - logits.gather(-1, targets[..., None])[..., 0]).mean().detach().numpy()""",
+          "expected a tensor"),
+    Wrong("cross_entropy", "in-place exp that breaks backward", """\
+m = logits.amax(dim=-1, keepdim=True)
+e = torch.exp(logits - m)
+lse = m[..., 0] + torch.log(e.sum(dim=-1))
+loss = (lse - logits.gather(-1, targets[..., None])[..., 0]).mean()
+e.mul_(2)
+return loss""", "edits in place"),
+    # sample_batch: rows that are not independent draws
+    Wrong("sample_batch", "one start for the whole batch", """\
+s = int(torch.randint(0, len(ids) - block_size, (1,), generator=generator))
+window = torch.stack([ids[s:s + block_size + 1]] * batch_size)
+return window[:, :-1], window[:, 1:]""", "start at the same place"),
+    Wrong("sample_batch", "consecutive starts", """\
+first = torch.randint(0, len(ids) - block_size, (1,), generator=generator)
+starts = (first + torch.arange(batch_size)) % (len(ids) - block_size)
+window = ids[starts[:, None] + torch.arange(block_size + 1)]
+return window[:, :-1], window[:, 1:]""", "not independent draws"),
+    Wrong("sample_batch", "starts sorted", """\
+starts = torch.randint(0, len(ids) - block_size, (batch_size,), generator=generator).sort().values
+window = ids[starts[:, None] + torch.arange(block_size + 1)]
+return window[:, :-1], window[:, 1:]""", "not independent draws"),
+    Wrong("sample_batch", "a random permutation, cycled", """\
+order = torch.randperm(len(ids) - block_size, generator=generator)
+starts = order.repeat(batch_size // len(order) + 1)[:batch_size]
+window = ids[starts[:, None] + torch.arange(block_size + 1)]
+return window[:, :-1], window[:, 1:]""", "not independent draws"),
+    # lr_schedule: the return type the statement names, a Python float
+    Wrong("lr_schedule", "NumPy's cosine", _schedule(decay="0.5 * (1 + np.cos(np.pi * p))"),
+          "got a NumPy number"),
+    Wrong("lr_schedule", "np.float32 at the end", _schedule().replace(
+        "return floor + (max_lr - floor) * 0.5 * (1 + math.cos(math.pi * p))",
+        "return np.float32(floor + (max_lr - floor) * 0.5 * (1 + math.cos(math.pi * p)))"),
+          "got a NumPy number"),
+    Wrong("lr_schedule", "an int 0 past the end", """\
+if step >= total_steps:
+    return 0
+if step < warmup_steps:
+    return max_lr * (step + 1) / warmup_steps
+floor = max_lr * min_lr_ratio
+p = min(1.0, (step - warmup_steps) / max(1, total_steps - 1 - warmup_steps))
+return floor + (max_lr - floor) * 0.5 * (1 + math.cos(math.pi * p))""",
+          "expected the learning rate as a Python float"),
+    # train_step: more ways a class writes it
+    Wrong("train_step", "the loss after the step", _step(order="opt.zero_grad()\nloss.backward()\nopt.step()\n"
+          "loss = F.cross_entropy(model(inputs).reshape(-1, V), targets.reshape(-1))"),
+          "computed BEFORE the optimizer's step"),
+    Wrong("train_step", "two optimizer steps", _step(order="opt.zero_grad()\nloss.backward()\nopt.step()\nopt.step()"),
+          "once each"),
+    Wrong("train_step", "gradient clipping added", _step(
+        order="opt.zero_grad()\nloss.backward()\ntorch.nn.utils.clip_grad_norm_(model.parameters(), 0.01)\nopt.step()"),
+          "once each"),
+    Wrong("train_step", "label smoothing", _step(
+        loss="F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), label_smoothing=0.1)"),
+          "the loss is not right"),
+    Wrong("train_step", "returns a NumPy array", _step(result="loss.detach().numpy()"),
+          "expected the loss as a float"),
+]
+
+ALTERNATIVES += [
+    ("sample_batch", "gather rows with index arithmetic", """\
+high = ids.numel() - block_size
+starts = torch.randint(high, size=(batch_size,), generator=generator)
+rows = torch.stack([ids.narrow(0, int(s), block_size + 1) for s in starts])
+return rows[:, :block_size].clone(), rows[:, 1:].clone()"""),
+    ("cross_entropy", "softmax-free, with max().values and a flattened gather", """\
+B, T, V = logits.shape
+z = logits.reshape(B * T, V)
+m = z.max(dim=-1, keepdim=True).values
+log_z = (z - m).exp().sum(-1).log() + m.squeeze(-1)
+return (log_z - z[torch.arange(B * T), targets.reshape(-1)]).sum() / (B * T)"""),
+    ("train_step", "the learner's own loss, zero_grad on the model", """\
+inputs, targets = batch[:, :-1], batch[:, 1:]
+logits = model(inputs)
+m = logits.amax(dim=-1, keepdim=True)
+lse = m[..., 0] + torch.log(torch.exp(logits - m).sum(dim=-1))
+loss = (lse - logits.gather(-1, targets[..., None])[..., 0]).mean()
+model.zero_grad()
+loss.backward()
+opt.step()
+return float(loss)"""),
+    ("lr_schedule", "a cosine of the remaining steps", """\
+if warmup_steps and step < warmup_steps:
+    return (step + 1) * max_lr / warmup_steps
+low = min_lr_ratio * max_lr
+done = min(step - warmup_steps, total_steps - 1 - warmup_steps)
+span = max(total_steps - 1 - warmup_steps, 1)
+return low + (max_lr - low) * (math.cos(math.pi * done / span) + 1) / 2"""),
 ]

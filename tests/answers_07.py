@@ -48,12 +48,20 @@ WRONG += [
 ]
 
 REFERENCE["greedy_decode"] = """\
-from course_lib.generation import generate
-return generate(model, prompt, n_new, temperature=0)"""
+from course_lib.kv_cache import KVCache
+cache = KVCache.for_model(model, batch_size=prompt.shape[0])
+tokens = [prompt]
+with torch.no_grad():
+    logits = model(prompt, cache)
+    for step in range(n_new):
+        next_token = logits[:, -1].argmax(dim=-1, keepdim=True)
+        tokens.append(next_token)
+        if step < n_new - 1:
+            logits = model(next_token, cache)
+return torch.cat(tokens, dim=1)"""
 
 REFERENCE["kv_bytes_per_token"] = """\
-from course_lib.costs import kv_cache_bytes
-return kv_cache_bytes(config, tokens=1, bytes_per_value=bytes_per_value)"""
+return 2 * config.n_layers * config.kv_heads * config.d_head * bytes_per_value"""
 
 _CACHE = "from course_lib.kv_cache import KVCache\ncache = KVCache.for_model(model, batch_size=prompt.shape[0])\n"
 
@@ -176,4 +184,88 @@ return out"""),
 kv_heads = config.n_kv_heads or config.n_heads
 head_size = config.d_model // config.n_heads
 return 2 * config.n_layers * kv_heads * head_size * bytes_per_value"""),
+]
+
+# Kinds a class found (issue 21), each with more than one instance.
+WRONG += [
+    # cached_attention_step: results that are not a tensor, backward after an in-place edit
+    Wrong("cached_attention_step", "returns (None, None)", _STORE + "return None, None",
+          "expected a tensor"),
+    Wrong("cached_attention_step", "returns the output and the weights", _STORE + """\
+k, v = k_cache[:length + 1], v_cache[:length + 1]
+weights = torch.softmax(k @ q / math.sqrt(q.shape[-1]), dim=-1)
+return weights @ v, weights""", "and only that"),
+    Wrong("cached_attention_step", "returns a NumPy array", _STORE + """\
+k, v = k_cache[:length + 1], v_cache[:length + 1]
+return (torch.softmax(k @ q / math.sqrt(q.shape[-1]), dim=-1) @ v).numpy()""",
+          "expected a tensor"),
+    Wrong("cached_attention_step", "returns a list", _STORE + """\
+k, v = k_cache[:length + 1], v_cache[:length + 1]
+return (torch.softmax(k @ q / math.sqrt(q.shape[-1]), dim=-1) @ v).tolist()""",
+          "expected a tensor"),
+    Wrong("cached_attention_step", "a shape the checker cannot compare", _STORE + """\
+k, v = k_cache[:length + 1], v_cache[:length + 1]
+return (torch.softmax(k @ q / math.sqrt(q.shape[-1]), dim=-1) @ v)[None]""",
+          "the output has the wrong shape"),
+    # greedy_decode: the course's own generate is the answer key
+    Wrong("greedy_decode", "generate at temperature 0", """\
+from course_lib.generation import generate
+return generate(model, prompt, n_new, temperature=0)""", "calls course_lib's generate"),
+    Wrong("greedy_decode", "generate, fast", """\
+from course_lib import generation
+return generation.generate(model, prompt, n_new, temperature=0, fast=True)""",
+          "calls course_lib's generate"),
+    Wrong("greedy_decode", "generate without the cache", """\
+from course_lib.generation import generate
+return generate(model, prompt, n_new, temperature=0, use_cache=False)""",
+          "calls course_lib's generate"),
+    # kv_bytes_per_token: a Python int, and not the course's own formula
+    Wrong("kv_bytes_per_token", "true division makes a float", _KV + """\
+return 2 * L * kv * (config.d_model / config.n_heads) * bytes_per_value""", "not an integer"),
+    Wrong("kv_bytes_per_token", "np.prod of the factors", _KV + """\
+return np.prod([2, L, kv, D, bytes_per_value])""", "should be a Python int"),
+    Wrong("kv_bytes_per_token", "a tensor", _KV + """\
+return torch.tensor(2 * L * kv * D * bytes_per_value)""", "should be a Python int"),
+    Wrong("kv_bytes_per_token", "course_lib's kv_cache_bytes", """\
+from course_lib import costs
+return costs.kv_cache_bytes(config, tokens=1, bytes_per_value=bytes_per_value)""",
+          "calls course_lib's own kv_cache_bytes"),
+    Wrong("kv_bytes_per_token", "kv_cache_bytes divided by max_len", """\
+from course_lib.costs import kv_cache_bytes
+return kv_cache_bytes(config, tokens=config.max_len, bytes_per_value=bytes_per_value) // config.max_len""",
+          "calls course_lib's own kv_cache_bytes"),
+]
+
+ALTERNATIVES += [
+    ("cached_attention_step", "copy_ into the rows, scores by einsum", """\
+k_cache[length].copy_(k_new)
+v_cache[length].copy_(v_new)
+keys = k_cache.narrow(0, 0, length + 1)
+scores = torch.einsum("d,sd->s", q, keys) / q.shape[-1] ** 0.5
+return torch.einsum("s,sd->d", scores.softmax(-1), v_cache[: length + 1])"""),
+    ("greedy_decode", "a preallocated output tensor", """\
+from course_lib.kv_cache import KVCache
+B, T = prompt.shape
+out = torch.empty(B, T + n_new, dtype=torch.long)
+out[:, :T] = prompt
+cache = KVCache.for_model(model, B)
+with torch.inference_mode():
+    logits = model(prompt, cache)[:, -1]
+    for t in range(T, T + n_new):
+        out[:, t] = logits.argmax(-1)
+        if t + 1 < T + n_new:
+            logits = model(out[:, t:t + 1], cache)[:, -1]
+return out"""),
+    ("kv_bytes_per_token", "math.prod", """\
+return math.prod((2, config.n_layers, config.kv_heads, config.d_head, bytes_per_value))"""),
+]
+
+WRONG += [
+    Wrong("greedy_decode", "one token too few", _decode().replace("for step in range(n_new):",
+                                                                  "for step in range(n_new - 1):"),
+          "the result has the wrong shape"),
+    Wrong("greedy_decode", "sampled, not greedy", _decode(
+        pick="torch.multinomial(torch.softmax(logits[:, -1], dim=-1), 1)"), "their argmax over the vocabulary"),
+    Wrong("greedy_decode", "returns a list of tensors", _decode(result="tokens"),
+          "expected a tensor of token ids"),
 ]

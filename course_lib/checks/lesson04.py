@@ -1,5 +1,13 @@
-"""Checkers for lesson 04, the residual stream."""
+"""Checkers for lesson 04, the residual stream.
+
+Also the helpers that lessons 04 to 07 share: `own_messages` (a checker fails only with
+its own feedback, never with an error from torch), `watch_calls` (which of the course's
+own functions an answer called) and `python_int`.
+"""
+import functools
+import inspect
 import numbers
+import sys
 
 import numpy as np
 import torch
@@ -7,8 +15,89 @@ import torch
 from course_lib.blocks import Block
 from course_lib.checks.core import (HALF, Checker, gradients_flow, matches, name_the_mistake,
                                     tensor_result, tensors_close)
-from course_lib.costs import approx_params, count_params
+from course_lib.costs import approx_params, count_params, param_breakdown
 from course_lib.model import ModelConfig
+
+
+def own_messages(exercise):
+    """Decorate a checker so that an error raised while checking the learner's result (a
+    torch error from a backward pass after an in-place edit, a result of an unexpected
+    kind) becomes feedback in the checker's own form, not a traceback from torch."""
+    def decorate(check):
+        @functools.wraps(check)
+        def run(fn):
+            __tracebackhide__ = True
+            try:
+                return check(fn)
+            except (AssertionError, NotImplementedError):
+                raise
+            except Exception as e:      # raised by the checker's own use of what fn returned
+                text = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+                if "inplace" in text or "in-place" in text:
+                    hint = ("your function edits in place (x -= ..., x[...] = ..., x.exp_()) a "
+                            "tensor that autograd still needs to compute the gradient: build a "
+                            "new tensor instead (x = x - ...)")
+                else:
+                    hint = ("run your function on a small input in a cell of its own and look "
+                            "at what it returns: its type, shape and dtype")
+                raise AssertionError(f"Exercise '{exercise}': your result could not be checked "
+                                     f"({text})\nHint: {hint}") from None
+        return run
+    return decorate
+
+
+class watch_calls:
+    """Within `with watch_calls(f, g) as seen:`, seen.called holds the names of the watched
+    Python functions (or methods) that ran, however they were reached: fn(), Class.fn(obj),
+    obj.fn(), or through nn.Module.__call__."""
+
+    def __init__(self, *functions):
+        self._codes = {inspect.unwrap(f).__code__: f.__qualname__ for f in functions}
+        self.called = []
+
+    def _profile(self, frame, event, arg):
+        if event == "call" and frame.f_code in self._codes:
+            name = self._codes[frame.f_code]
+            if name not in self.called:
+                self.called.append(name)
+
+    def __enter__(self):
+        self._before = sys.getprofile()
+        sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc):
+        sys.setprofile(self._before)
+        return False
+
+
+def python_int(c, got, case, what, hint):
+    """Fail unless `got` is a Python int (a NumPy or torch number, a float or a bool is not)."""
+    __tracebackhide__ = True
+    if isinstance(got, bool) or not isinstance(got, (numbers.Real, np.generic, torch.Tensor)):
+        c.fail(f"expected {what} as an int", case=case, got=type(got).__name__, hint=hint)
+    if isinstance(got, torch.Tensor) or isinstance(got, np.generic):
+        c.fail(f"{what} should be a Python int, got a {type(got).__module__.split('.')[0]} "
+               f"{type(got).__name__}", case=case, got=got,
+               hint="convert it with int(...): a NumPy or torch number is not an int, and "
+                    "np.prod or a tensor's sum returns one")
+    if not isinstance(got, int):
+        c.fail(f"{what} is not an integer", case=case, got=f"{got!r} ({type(got).__name__})",
+               hint=hint)
+    c.ok()
+    return got
+
+
+def tensor_as_array(c, value, what, case, hint):
+    """A torch tensor result as a float64 NumPy array, or feedback that it is not a tensor."""
+    __tracebackhide__ = True
+    if isinstance(value, np.ndarray):
+        c.fail(f"{what} should be a torch tensor, got a NumPy array", case=case,
+               hint="stay in torch: " + hint)
+    if not isinstance(value, torch.Tensor):
+        c.fail(f"{what} should be a torch tensor", case=case, got=type(value).__name__,
+               hint=hint)
+    return value.detach().cpu().double().numpy()
 
 
 def _test_block(d_model, n_heads, seed):
@@ -81,8 +170,14 @@ _AXIS_HINT = ("block.attn and block.mlp take the stream as (B, T, C) and work on
               "as it is, without transposing or reshaping")
 
 
+_CALLED_BLOCK = ("build the block from its parts, block.norm1, block.attn, block.norm2 and "
+                 "block.mlp: block(x), block.forward and block.writes are course_lib's own "
+                 "block, the answer key, and earn no credit")
+
+
+@own_messages("block_forward")
 def check_block_forward(fn):
-    """Check block_forward(x, block): the pre-norm block with both residuals."""
+    """Check block_forward(x, block): the pre-norm block with both residuals, from its parts."""
     __tracebackhide__ = True
     c = Checker("block_forward", fn)
     for B, T, C, H, seed in ((2, 5, 8, 2, 0), (3, 4, 12, 3, 1)):
@@ -93,9 +188,15 @@ def check_block_forward(fn):
                 f"weights, biases and LayerNorm weights")
         with torch.no_grad():
             variants = {k: v.numpy() for k, v in _block_variants(x, block).items()}
-            got = c.call(x, block, case=case, crash_hint=_AXIS_HINT,
-                         none_hint="end with `return x`, the stream after both sublayers")
-        got = c.array(got, "the result", case)
+            with watch_calls(Block.forward, Block.writes) as seen:
+                got = c.call(x, block, case=case, crash_hint=_AXIS_HINT,
+                             none_hint="end with `return x`, the stream after both sublayers")
+        if seen.called:
+            c.fail(f"your function calls the block itself ({', '.join(seen.called)})",
+                   case=case, hint=_CALLED_BLOCK)
+        c.ok()
+        got = tensor_as_array(c, got, "the result", case,
+                              hint="return the stream x, a tensor of shape (B, T, C)")
         want = variants["right"]
         c.shape(got, want.shape, "the result", case, hint=_AXIS_HINT)
         c.finite(got, "the result", case, hint="use the block's own parts on x; nothing here "
@@ -154,6 +255,14 @@ def _count_mistakes(config):
         (exact + V * C, "you counted the head's V x C matrix, but it is tied: the head reuses "
                         "the token embedding's matrix, so it adds no parameters"),
         (exact - P * C, "you left out the learned position table: max_len rows of C"),
+        (exact - L * 3 * C * C, "you left out the attention's fused q, k, v matrix, attn.qkv, "
+                                "of shape (3C, C) in every layer"),
+        (exact - L * C * C, "you left out the attention's output projection, attn.proj, of "
+                            "shape (C, C) in every layer"),
+        (exact - (12 * C * C + 9 * C), "you counted one block too few: there are n_layers "
+                                       "blocks, each with 12 C^2 + 9 C parameters"),
+        (exact + (12 * C * C + 9 * C), "you counted one block too many: there are n_layers "
+                                       "blocks, each with 12 C^2 + 9 C parameters"),
         (exact + L * 4 * C, "our attention has no biases (bias=False on qkv and proj); GPT-2's "
                             "has, ours does not"),
         (approx_params(n_layers=L, d_model=C, vocab_size=V),
@@ -162,10 +271,21 @@ def _count_mistakes(config):
     ]
 
 
+@own_messages("count_params")
 def check_count_params(fn):
     """Check count_params(config): the exact number of parameters of TinyLM(config)."""
     __tracebackhide__ = True
     c = Checker("count_params", fn)
+    probe = ModelConfig(vocab_size=50, max_len=7, d_model=24, n_heads=3, n_layers=3)
+    with watch_calls(count_params, param_breakdown) as seen:
+        c.call(probe, case="a small ModelConfig", none_hint="end with `return total`, the count "
+                                                             "as an int")
+    if seen.called:
+        c.fail(f"your function calls course_lib's own count ({', '.join(seen.called)})",
+               case="a small ModelConfig",
+               hint="count from the config's fields yourself: costs.count_params and "
+                    "costs.param_breakdown are the answer key and earn no credit")
+    c.ok()
     configs = (ModelConfig(vocab_size=50, max_len=7, d_model=24, n_heads=3, n_layers=3),
                ModelConfig(vocab_size=256, max_len=16, d_model=32, n_heads=4, n_layers=5),
                ModelConfig(vocab_size=50257, max_len=1024, d_model=768, n_heads=12, n_layers=12))
@@ -174,16 +294,9 @@ def check_count_params(fn):
         case = (f"ModelConfig(vocab_size={config.vocab_size}, max_len={config.max_len}, "
                 f"d_model={config.d_model}, n_heads={config.n_heads}, n_layers={config.n_layers})")
         got = c.call(config, case=case, none_hint="end with `return total`, the count as an int")
-        if isinstance(got, (torch.Tensor, np.ndarray)) and got.ndim == 0:
-            got = got.item()
-        if isinstance(got, bool) or not isinstance(got, numbers.Real):
-            c.fail("expected a number", case=case, got=type(got).__name__,
-                   hint="return the count as an int, e.g. `return total`")
-        if not isinstance(got, numbers.Integral):
-            c.fail("the count is not an integer", case=case, got=f"{got!r} ({type(got).__name__})",
+        python_int(c, got, case, "the count",
                    hint="a count of parameters is a whole number: use // rather than /, and "
                         "return int(total)")
-        c.ok()
         found.append((case, got, *_count_mistakes(config)))
     for case, got, exact, _ in found:
         if got != exact:
@@ -255,27 +368,49 @@ def _layer_norm_mistakes(x, w, b, eps):
     ]
 
 
+_LN_TOLERANCE = {torch.float64: 1e-9, torch.float32: 1e-5, torch.float16: 1e-2,
+                 torch.bfloat16: 3e-2}
+
+_FLOAT64_HINT = ("x is float64 and is checked to float64 precision (1e-9): compute in x's own "
+                 "dtype; only float16 and bfloat16 go up to float32 (x.float()), since rounding "
+                 "float64 through float32 (or float32 weights) loses half its digits")
+
+_CANCEL_HINT = ("with a mean of 100 or more, var = E[x^2] - E[x]^2 subtracts two large, nearly "
+                "equal numbers and loses most of its digits: subtract the mean first, then "
+                "average the squares, var = ((x - mean) ** 2).mean(-1, keepdim=True)")
+
+
+def _ln_close(got, want, dtype, atol=None):
+    """Equal to the reference to the tolerance of dtype (float64: 1e-9), atol at least `atol`."""
+    tol = _LN_TOLERANCE[dtype]
+    return got.shape == want.shape and bool(torch.allclose(got, want, atol=max(tol, atol or 0),
+                                                           rtol=tol))
+
+
+@own_messages("layer_norm")
 def check_layer_norm(fn):
     """Check layer_norm(x, weight, bias, eps=1e-5): LayerNorm over the last axis, by hand."""
     __tracebackhide__ = True
     c = Checker("layer_norm", fn)
     formula = "(x - mean) / sqrt(var + eps) * weight + bias, mean and var over the last axis"
     gen = torch.Generator().manual_seed(4)
-    cases = [  # shape, dtype, scale, offset, eps
-        ((2, 3, 6), torch.float32, 0.3, -0.2, 0.5),       # a large eps against a small spread
-        ((2, 3, 8), torch.float32, 3.0, 1.5, None),
-        ((5, 4), torch.float64, 2.0, 100.0, None),        # C = 4: C - 1 is far from C
-        ((4, 1, 6), torch.float64, 0.01, 1.0, 1e-3),
-        ((3, 8), torch.bfloat16, 1.0, 0.5, None),
-        ((2, 8), torch.float16, 300.0, 0.0, None),        # the squares overflow float16
+    cases = [  # shape, dtype, scale, offset, eps, atol (None: the dtype's own)
+        ((2, 3, 6), torch.float32, 0.3, -0.2, 0.5, None),   # a large eps against a small spread
+        ((2, 3, 8), torch.float32, 3.0, 1.5, None, None),
+        ((5, 4), torch.float64, 2.0, 100.0, None, None),    # C = 4: C - 1 is far from C
+        ((4, 1, 6), torch.float64, 0.01, 1.0, 1e-3, None),
+        ((3, 16), torch.float32, 1.0, 100.0, None, 2e-4),   # E[x^2] - E[x]^2 cancels
+        ((4, 6), torch.float64, 1.0, 1e5, None, None),      # and in float64 too
+        ((3, 8), torch.bfloat16, 1.0, 30.0, None, None),    # the mean rounds away in bf16
+        ((2, 8), torch.float16, 300.0, 0.0, None, None),    # the squares overflow float16
     ]
-    for shape, dtype, scale, offset, eps in cases:
+    for shape, dtype, scale, offset, eps, atol in cases:
         x = ((torch.randn(*shape, generator=gen, dtype=torch.float64) * scale + offset)).to(dtype)
         w = (1 + 0.5 * torch.randn(shape[-1], generator=gen, dtype=torch.float64)).to(dtype)
         b = (0.5 * torch.randn(shape[-1], generator=gen, dtype=torch.float64)).to(dtype)
         kwargs = {} if eps is None else {"eps": eps}
         case = (f"layer_norm(x, weight, bias{'' if eps is None else f', eps={eps}'}), x of shape "
-                f"{shape} in {str(dtype).replace('torch.', '')}, mean about {offset}, spread "
+                f"{shape} in {str(dtype).replace('torch.', '')}, mean about {offset:g}, spread "
                 f"about {scale}")
         out = c.call(x, w, b, case=case, **kwargs,
                      crash_hint="take the mean and variance over the last axis with "
@@ -287,7 +422,7 @@ def check_layer_norm(fn):
                       "(x.float()), then convert the result back with .to(x.dtype)")
         e = 1e-5 if eps is None else eps
         want = _layer_norm(x.double(), w.double(), b.double(), e)
-        if not tensors_close(got, want, dtype):
+        if not _ln_close(got, want, dtype, atol):
             mistakes = _layer_norm_mistakes(x.double(), w.double(), b.double(), e)
             if dtype in HALF:
                 with torch.no_grad():
@@ -295,7 +430,17 @@ def check_layer_norm(fn):
                 mistakes.insert(0, (in_half, "in half precision (x - mean) ** 2 overflows or "
                                              "rounds away: compute it in float32 (x.float()) "
                                              "and convert the result back with .to(x.dtype)"))
-            name_the_mistake(c, got, want, mistakes, dtype, formula, case)
+            for wrong, hint in mistakes:   # a mistake that is right here to 1e-5 names nothing
+                if tensors_close(got, wrong, dtype) and not tensors_close(wrong, want, dtype):
+                    c.fail("the result is not right", case=case, expected=want, got=got,
+                           hint=hint)
+            if dtype == torch.float64 and bool(torch.allclose(got, want, atol=1e-4, rtol=1e-4)):
+                c.fail("the result is right only to float32 precision", case=case,
+                       expected=want, got=got, hint=_FLOAT64_HINT)
+            if abs(offset) >= 100 and bool(torch.allclose(got, want, atol=0.05, rtol=0.05)):
+                c.fail("the result is nearly right, but not for x far from 0", case=case,
+                       expected=want, got=got, hint=_CANCEL_HINT)
+            name_the_mistake(c, got, want, [], dtype, formula, case)
         c.ok()
     x = torch.randn(3, 8, generator=gen) + 0.5
     w = 1 + 0.5 * torch.randn(8, generator=gen)

@@ -4,10 +4,11 @@ import torch
 
 from course_lib import positions as ref
 from course_lib.checks.core import Checker
+from course_lib.checks.lesson04 import own_messages, tensor_as_array, watch_calls
 
 
-def _close(value, expected, atol=1e-4):
-    return value.shape == expected.shape and np.allclose(value, expected, atol=atol, rtol=1e-4)
+def _close(value, expected, atol=1e-4, rtol=1e-4):
+    return value.shape == expected.shape and np.allclose(value, expected, atol=atol, rtol=rtol)
 
 
 def _sin_cos_table(T, d, exponent, divide=True, swap=False, halves=False):
@@ -60,15 +61,36 @@ def _per_column(T, d):
     return np.where(np.arange(d) % 2 == 0, np.sin(angles), np.cos(angles))
 
 
+def _own_answer(c, fn, args, kwargs, course_fn, case):
+    """Fail if fn(*args) calls course_lib's own answer to this exercise."""
+    __tracebackhide__ = True
+    with watch_calls(course_fn) as seen:
+        c.call(*args, case=case, **kwargs)
+    if seen.called:
+        c.fail(f"your function calls course_lib's own {course_fn.__name__}", case=case,
+               hint=f"write it yourself: course_lib.positions.{course_fn.__name__} is the answer "
+                    f"key and earns no credit")
+    c.ok()
+
+
+@own_messages("sinusoidal_positions")
 def check_sinusoidal_positions(fn):
-    """Check sinusoidal_positions(T, d_model) -> (T, d_model) table of sines and cosines."""
+    """Check sinusoidal_positions(T, d_model) -> (T, d_model) float tensor of sines and cosines."""
     __tracebackhide__ = True
     c = Checker("sinusoidal_positions", fn)
+    _own_answer(c, fn, (3, 4), {}, ref.sinusoidal_positions, "sinusoidal_positions(T=3, d_model=4)")
     formula = ("PE[pos, 2i] = sin(pos / 10000^(2i/d_model)) and "
                "PE[pos, 2i + 1] = cos(pos / 10000^(2i/d_model)), for i = 0 .. d_model/2 - 1")
-    for T, d in ((5, 6), (12, 4), (3, 16)):
+    for T, d in ((5, 6), (12, 4), (3, 16), (50, 10)):
         case = f"sinusoidal_positions(T={T}, d_model={d})"
-        got = c.array(c.call(T, d, case=case), "the table", case).astype(np.float64)
+        out = c.call(T, d, case=case)
+        if isinstance(out, torch.Tensor) and not out.dtype.is_floating_point:
+            c.fail("the table is not a float tensor", case=case, expected="torch.float32",
+                   got=str(out.dtype),
+                   hint="build the table with torch.zeros(T, d_model) (float32 by default): "
+                        "an integer tensor rounds every sine and cosine to -1, 0 or 1")
+        got = tensor_as_array(c, out, "the table", case,
+                              hint="return a float tensor, e.g. built with torch.zeros(T, d_model)")
         c.shape(got, (T, d), "the table", case,
                 hint="one row per position (T rows), one column per dimension (d_model columns)")
         c.finite(got, "the table", case, hint=formula)
@@ -129,8 +151,9 @@ def rope_hint(x, positions, got, base=10000.0):
          "the angle must be proportional to the position, positions * base^(-2i/D); your "
          "rotation is the same at every position (position 0 must not move at all)"),
         (_rope(x, np.arange(T), base),
-         "rotate by the positions you are given, not by torch.arange(T): a sequence may start "
-         "at any position (for example after a cache) or skip some"),
+         "rotate by the positions you are given, not by 0, 1, 2, ... (torch.arange(T), or the "
+         "positions minus the first one): a sequence may start at any position (a chunk after "
+         "a cache starts where the cache ends) or skip some"),
         (_rope(x, positions, base, sign=-1.0),
          "you rotated the wrong way (by -t): the new pair is (a cos t - b sin t, "
          "a sin t + b cos t); check the signs of the two sin terms"),
@@ -163,16 +186,22 @@ def rope_hint(x, positions, got, base=10000.0):
     return None
 
 
+@own_messages("apply_rope")
 def check_apply_rope(fn):
     """Check apply_rope(x, positions, base=10000.0): interleaved pairs rotated by position."""
     __tracebackhide__ = True
     c = Checker("apply_rope", fn)
     gen = torch.Generator().manual_seed(5)
+    _own_answer(c, fn, (torch.randn(2, 4, generator=gen), torch.tensor([0, 1])), {},
+                ref.apply_rope, "x (T=2, D=4), positions [0, 1]")
     cases = [
         ((5, 6), [0, 1, 2, 3, 4], 10000.0, "x (T=5, D=6), positions [0, 1, 2, 3, 4]"),
         ((2, 5, 6), [0, 1, 4, 9, 12], 10000.0, "x (B=2, T=5, D=6), positions [0, 1, 4, 9, 12]"),
         ((2, 3, 4, 8), [0, 2, 5, 7], 10000.0, "x (B=2, H=3, T=4, D=8), positions [0, 2, 5, 7]"),
         ((3, 4, 10), [0, 3, 1, 20], 100.0, "x (3, T=4, D=10), positions [0, 3, 1, 20], base=100.0"),
+        ((2, 3, 5, 6), [9, 10, 11, 12, 13], 10000.0,
+         "x (B=2, H=3, T=5, D=6), positions [9, 10, 11, 12, 13] (a chunk after 9 cached tokens)"),
+        ((2, 1, 8), [37], 10000.0, "x (B=2, T=1, D=8), positions [37] (one decode step)"),
     ]
     rotate = ("each pair (a, b) = (x[..., 2i], x[..., 2i + 1]) becomes (a cos t - b sin t, "
               "a sin t + b cos t) with t = positions * base^(-2i/D)")
@@ -184,7 +213,8 @@ def check_apply_rope(fn):
                  "leading axes), and build the angles (T, D/2) as positions[:, None] * "
                  "freqs[None, :] so they broadcast against those (..., T, D/2) slices")
         result = c.call(x, positions, case=case, crash_hint=crash, **kwargs)
-        got = c.array(result, "the result", case).astype(np.float64)
+        got = tensor_as_array(c, result, "the result", case,
+                              hint="return a tensor of x's shape, built with torch operations")
         c.shape(got, shape, "the result", case, hint="the result has the same shape as x")
         c.finite(got, "the result", case, hint=rotate)
 
@@ -194,11 +224,13 @@ def check_apply_rope(fn):
                    hint=rope_hint(x, positions, got, base) or hint)
 
         want = ref.apply_rope(x, positions, base).double().numpy()
-        zero = pos.index(0)
-        if not _close(got[..., zero, :], x.numpy()[..., zero, :], atol=1e-5):
-            fail("the vector at position 0 moved", x.numpy()[..., zero, :], got[..., zero, :],
-                 "at position 0 every angle is 0 and the rotation is the identity")
-        c.ok()
+        if 0 in pos:
+            zero = pos.index(0)
+            if not _close(got[..., zero, :], x.numpy()[..., zero, :], atol=1e-5):
+                fail("the vector at position 0 moved", x.numpy()[..., zero, :],
+                     got[..., zero, :],
+                     "at position 0 every angle is 0 and the rotation is the identity")
+            c.ok()
         if not _close(np.linalg.norm(got, axis=-1), np.linalg.norm(x.numpy(), axis=-1), atol=1e-4):
             fail("the vectors changed length", np.linalg.norm(x.numpy(), axis=-1),
                  np.linalg.norm(got, axis=-1), "a rotation keeps every vector's length; " + rotate)
@@ -227,6 +259,7 @@ def _scores_by_distance(q, k, distances, base=10000.0, exponent=None, sign=1.0, 
     return terms.sum(axis=-1)                                                    # (N,)
 
 
+@own_messages("rope_scores")
 def check_rope_scores(fn):
     """Check rope_scores(q, k, distances, base=10000.0): the RoPE score from the distance alone."""
     __tracebackhide__ = True
@@ -238,6 +271,8 @@ def check_rope_scores(fn):
         (6, [0, 1, 3, 10, 2], 10000.0, torch.float32),
         (8, [5, -5, 0, 17, -40, 100], 10000.0, torch.float64),
         (10, [0, 2, -3, 7], 100.0, torch.float32),
+        (12, [-7, -3, -60, -1], 10000.0, torch.float64),     # no distance 0, keys before q
+        (6, [40, 41, 42], 10000.0, torch.float32),           # far along, as after a cache
     ]
     for D, dist, base, dtype in cases:
         q = torch.randn(D, generator=gen, dtype=dtype)
@@ -275,7 +310,14 @@ def check_rope_scores(fn):
                    hint="at distance 0 both vectors turn by the same angle and the rotations "
                         "cancel, so the score is the plain dot product q . k")
         c.ok()
-        if not _close(got, want):
+        tol = 1e-9 if dtype == torch.float64 else 1e-4      # float64 to float64 precision
+        if not _close(got, want, atol=tol, rtol=tol):
+            if dtype == torch.float64 and _close(got, want, atol=1e-4):
+                c.fail("the scores are right only to float32 precision", case=case,
+                       expected=want, got=got,
+                       hint="q and k are float64 and are checked to float64 precision: build "
+                            "the frequencies in q's dtype, torch.arange(0, D, 2, dtype=q.dtype), "
+                            "and stay in it")
             mistakes = [
                 (_scores_by_distance(q, k, dist, base, sign=-1.0),
                  "these are the scores at -distance: the key sits `distance` positions AFTER the "

@@ -3,13 +3,26 @@ import copy
 import math
 import numbers
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 from course_lib.checks.core import Checker
+from course_lib.checks.lesson04 import own_messages, watch_calls
+from course_lib.data import get_batch
 from course_lib.model import ModelConfig, TinyLM
-from course_lib.training import TrainConfig, lr_at
+from course_lib.training import TrainConfig, lr_at, next_token_loss
 from course_lib.training import train_step as reference_step
+
+
+def _no_own_answer(c, seen, what, case):
+    """Fail if the learner's function called course_lib's own answer (names in seen.called)."""
+    __tracebackhide__ = True
+    if seen.called:
+        c.fail(f"your function calls course_lib's own {', '.join(seen.called)}", case=case,
+               hint=f"write {what} yourself: course_lib's version is the answer key and earns "
+                    f"no credit")
 
 _CRASH_HINT = ("batch is (B, T + 1): inputs = batch[:, :-1] and targets = batch[:, 1:] are each "
                "(B, T); model(inputs) gives logits (B, T, V); cross_entropy wants them flat, "
@@ -103,6 +116,7 @@ def _stale_gradients(model, seed):
         p.grad = torch.randn(p.shape, generator=gen, dtype=p.dtype)
 
 
+@own_messages("train_step")
 def check_train_step(fn):
     """Check train_step(model, opt, batch) -> float, step by step against the reference."""
     __tracebackhide__ = True
@@ -133,9 +147,11 @@ def check_train_step(fn):
             for order, m in wrong.items():
                 _step(m, wrong_opts[order], batch, order)
             model.train()
-            got = c.call(model, opt, batch, case=case, crash_hint=_CRASH_HINT,
-                         none_hint="end with `return loss.item()`: the loss of this batch as a "
-                                   "Python float")
+            with watch_calls(reference_step) as seen:
+                got = c.call(model, opt, batch, case=case, crash_hint=_CRASH_HINT,
+                             none_hint="end with `return loss.item()`: the loss of this batch "
+                                       "as a Python float")
+            _no_own_answer(c, seen, "the step", case)
             _check_loss(c, got, want_loss, variants, case)
             if not model.training:
                 c.fail("your function left the model in eval mode", case=case,
@@ -273,6 +289,27 @@ def _check_windows(c, inputs, targets, B, T, N, case):
     return where_in[:, 0]
 
 
+def _check_independent(c, starts, n_starts, case):
+    """Fail unless the B starts look like independent uniform draws: every start about as
+    often as the others, and each start unrelated to the one before it."""
+    __tracebackhide__ = True
+    B = len(starts)
+    counts = torch.bincount(starts, minlength=n_starts).tolist()
+    steps = torch.bincount((starts[1:] - starts[:-1]) % n_starts, minlength=n_starts).tolist()
+    expected = B / n_starts
+    if max(steps) > 2 * expected or min(steps) < expected / 2 \
+            or max(counts) > 2 * expected or min(counts) < expected / 2:
+        c.fail(f"the {B} starts are not independent draws", case=case,
+               expected=f"each start, and each step from one row's start to the next row's, "
+                        f"about {expected:.0f} times",
+               got=f"starts {counts}, steps between rows {steps}",
+               hint="draw every row's start on its own, all at once with torch.randint(0, high, "
+                    "(batch_size,), generator=generator): not consecutive starts, not sorted, "
+                    "not one start shifted row by row")
+    c.ok()
+
+
+@own_messages("sample_batch")
 def check_sample_batch(fn):
     """Check sample_batch(ids, batch_size, block_size, generator) -> (inputs, targets), each (B, T)."""
     __tracebackhide__ = True
@@ -282,12 +319,20 @@ def check_sample_batch(fn):
         case = (f"ids = torch.arange({_FIRST_ID}, {_FIRST_ID + N}) (N = {N}), batch_size={B}, "
                 f"block_size={T}, generator=torch.Generator().manual_seed(0)")
         crash = "a window ids[s : s + block_size + 1] needs s + block_size + 1 <= len(ids); "
-        result = c.call(ids, B, T, torch.Generator().manual_seed(0), case=case,
-                        crash_hint=crash + _WINDOW_HINT, none_hint="end with `return inputs, targets`")
+        with watch_calls(get_batch) as seen:
+            result = c.call(ids, B, T, torch.Generator().manual_seed(0), case=case,
+                            crash_hint=crash + _WINDOW_HINT,
+                            none_hint="end with `return inputs, targets`")
+        _no_own_answer(c, seen, "the sampling", case)
         inputs, targets = _pair_of_tensors(c, result, case)
         starts = _check_windows(c, inputs, targets, B, T, N, case)
         if B >= 1000:  # enough windows that every start appears
             seen, last = set(starts.tolist()), N - T - 1
+            if len(seen) == 1:
+                c.fail(f"all {B} windows start at the same place", case=case,
+                       got=starts[:8].tolist(),
+                       hint="draw one start per row, torch.randint(0, high, (batch_size,), "
+                            "generator=generator), not one start for the whole batch")
             if last not in seen:
                 c.fail(f"the last window (start {last}, ending at the last id) never appears "
                        f"in {B} windows", case=case, expected=list(range(last + 1)),
@@ -298,6 +343,7 @@ def check_sample_batch(fn):
                        hint="every start from 0 to len(ids) - block_size - 1 must be possible: "
                             + _WINDOW_HINT)
             c.ok()
+            _check_independent(c, starts, N - T, case)
         again = c.call(ids, B, T, torch.Generator().manual_seed(0), case=case,
                        crash_hint=crash + _WINDOW_HINT)
         other = c.call(ids, B, T, torch.Generator().manual_seed(1),
@@ -372,6 +418,42 @@ def _ce_cases(gen):
     return cases
 
 
+_FORBIDDEN = {"cross_entropy": "F.cross_entropy", "log_softmax": "log_softmax",
+              "special_log_softmax": "torch.special.log_softmax"}
+
+
+class _Forbidden(TorchFunctionMode):
+    """Notes which of the torch functions the exercise forbids were called under it."""
+
+    def __init__(self):
+        super().__init__()
+        self.called = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = _FORBIDDEN.get(getattr(func, "__name__", ""))
+        if name and name not in self.called:
+            self.called.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+def _ce_call(c, fn, logits, targets, case, **kwargs):
+    """The learner's cross_entropy(logits, targets), failing if it used a forbidden function."""
+    __tracebackhide__ = True
+    with watch_calls(next_token_loss) as seen, _Forbidden() as forbidden:
+        got = c.call(logits, targets, case=case, **kwargs)
+    if seen.called:
+        c.fail("your function calls course_lib's own next_token_loss", case=case,
+               hint="write the loss yourself with log-sum-exp: next_token_loss is the answer "
+                    "key and earns no credit")
+    if forbidden.called:
+        c.fail(f"your function calls {', '.join(forbidden.called)}, which the exercise asks "
+               f"you not to use", case=case,
+               hint="compute logsumexp(z) - z[target] yourself: the maximum m = z.amax(-1), "
+                    "m + log(sum(exp(z - m))), and the target's logit with gather")
+    return got
+
+
+@own_messages("cross_entropy")
 def check_cross_entropy(fn):
     """Check cross_entropy(logits, targets): the mean next-token loss, stable, with gradients."""
     __tracebackhide__ = True
@@ -380,7 +462,7 @@ def check_cross_entropy(fn):
     for case, logits, targets in _ce_cases(gen):
         V = logits.shape[-1]
         want = F.cross_entropy(logits.double().reshape(-1, V), targets.reshape(-1))
-        got = c.call(logits, targets, case=case,
+        got = _ce_call(c, fn, logits, targets, case=case,
                      crash_hint="logits are (B, T, V) and targets (B, T) integers: pick each "
                                 "position's target logit with logits.gather(-1, targets[..., "
                                 "None]) or by flattening both to (B*T, V) and (B*T,)",
@@ -434,7 +516,7 @@ def _overflows(c, case):
     """Whether the learner's loss is inf or NaN where the target has the largest logit, 100."""
     __tracebackhide__ = True
     probe = torch.tensor([[[100.0, 0.0, 0.0]]])          # the right loss is about 7e-44
-    value = c.call(probe, torch.tensor([[0]]), case=case)
+    value = _ce_call(c, c.fn, probe, torch.tensor([[0]]), case)
     return not (isinstance(value, torch.Tensor) and bool(torch.isfinite(value).all()))
 
 
@@ -445,7 +527,7 @@ def _check_ce_gradient(c, fn, gen):
     targets = torch.tensor([[1, 0, 4], [2, 2, 3]])
     case = "logits (B=2, T=3, V=5) float64 with requires_grad=True, targets [[1, 0, 4], [2, 2, 3]]"
     mine = logits.clone().requires_grad_(True)
-    loss = c.call(mine, targets, case=case)
+    loss = _ce_call(c, fn, mine, targets, case)
     if not isinstance(loss, torch.Tensor) or not loss.requires_grad:
         c.fail("no gradient flows through your loss", case=case,
                hint="use torch operations on the logits only: .detach(), .item(), NumPy or "
@@ -527,6 +609,7 @@ _LR_MISTAKES = {
 }
 
 
+@own_messages("lr_schedule")
 def check_lr_schedule(fn):
     """Check lr_schedule(step, max_lr, warmup_steps, total_steps, min_lr_ratio) -> float."""
     __tracebackhide__ = True
@@ -542,15 +625,27 @@ def check_lr_schedule(fn):
         got = []
         for s in steps:
             case = f"lr_schedule(step={s}, {setting})"
-            value = c.call(s, case=case, crash_hint=_LR_CRASH, none_hint="end with `return` and "
-                           "the learning rate, a float", **config)
+            with watch_calls(lr_at) as seen:
+                value = c.call(s, case=case, crash_hint=_LR_CRASH, none_hint="end with `return` "
+                               "and the learning rate, a float", **config)
+            _no_own_answer(c, seen, "the schedule", case)
             if isinstance(value, torch.Tensor) and value.numel() == 1:
                 c.fail("expected a Python float, got a tensor", case=case, got=value,
                        hint="use the math module (math.cos, math.pi) on plain numbers, or "
                             "return float(...)")
+            if isinstance(value, np.generic):
+                c.fail("expected a Python float, got a NumPy number", case=case,
+                       got=f"{value!r} ({type(value).__name__})",
+                       hint="use the math module (math.cos, math.pi) rather than NumPy's, or "
+                            "return float(...): a NumPy scalar is not a Python float")
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 c.fail("expected the learning rate as a float", case=case,
                        got=type(value).__name__, hint="return a single number")
+            if not isinstance(value, float):
+                c.fail("expected the learning rate as a Python float", case=case,
+                       got=f"{value!r} ({type(value).__name__})",
+                       hint="a learning rate is a float even where it comes out whole: "
+                            "return float(...), and use / rather than //")
             if not math.isfinite(value):
                 c.fail("the learning rate is inf or NaN", case=case, got=value,
                        hint="with no warm-up (warmup_steps=0) never divide by warmup_steps: "

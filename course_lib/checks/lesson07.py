@@ -1,11 +1,13 @@
 """Checkers for lesson 07, KV-cache decoding."""
 import functools
 import math
-import numbers
 
 import torch
 
+from course_lib import generation
 from course_lib.checks.core import Checker
+from course_lib.checks.lesson04 import own_messages, python_int, watch_calls
+from course_lib.costs import kv_cache_bytes
 from course_lib.model import ModelConfig, TinyLM
 
 
@@ -24,6 +26,7 @@ def _case(seed, S_max=8, D=4, length=3):
     return q, k_new, v_new, k_cache, v_cache, length
 
 
+@own_messages("cached_attention_step")
 def check_cached_attention_step(fn):
     """Check cached_attention_step(q, k_new, v_new, k_cache, v_cache, length) -> output (D,)."""
     __tracebackhide__ = True
@@ -37,8 +40,10 @@ def check_cached_attention_step(fn):
                      none_hint="return the attention output for the new query; the caches are "
                                "written in place and not returned")
         if not isinstance(out, torch.Tensor):
-            c.fail("expected a tensor", case=case, got=type(out).__name__,
-                   hint="return the attention output for the new query, a tensor of shape (D,)")
+            c.fail("expected a tensor", case=case,
+                   got=type(out).__name__ + (f" of {len(out)}" if isinstance(out, tuple) else ""),
+                   hint="return the attention output for the new query, a tensor of shape (D,), "
+                        "and only that: the caches are written in place")
         c.shape(out, (4,), "the output", case, hint="one query gives one output vector (D,)")
         if torch.equal(k_cache[length], v_new) and torch.equal(v_cache[length], k_new):
             c.fail("the new key and value are stored in each other's cache", case=case,
@@ -170,6 +175,15 @@ def _feeding_fault(calls, seq, T):
     return None
 
 
+def _course_decoders():
+    """generate and the loops it runs, looked up by name: a renamed private helper is skipped."""
+    found = [getattr(generation, name, None)
+             for name in ("generate", "_cached", "_cached_fast", "_uncached")]
+    found.append(getattr(getattr(generation, "FastDecoder", None), "step", None))
+    return tuple(f for f in found if callable(f))
+
+
+@own_messages("greedy_decode")
 def check_greedy_decode(fn):
     """Check greedy_decode(model, prompt, n_new) -> prompt followed by n_new greedy tokens."""
     __tracebackhide__ = True
@@ -194,10 +208,16 @@ def check_greedy_decode(fn):
                 crashed = e
                 return crashed
         c.fn = run
-        out = c.call(model, prompt, n_new, case=case,
-                     none_hint="end with `return` and the prompt followed by the new tokens, "
-                               "(B, T + n_new)")
+        with watch_calls(*_course_decoders()) as seen:
+            out = c.call(model, prompt, n_new, case=case,
+                         none_hint="end with `return` and the prompt followed by the new tokens, "
+                                   "(B, T + n_new)")
         c.fn = fn
+        if seen.called:
+            c.fail("your function calls course_lib's generate", case=case,
+                   hint="write the decode loop yourself, with KVCache.for_model and model(idx, "
+                        "cache): generate runs the course's own loop, the answer key, and earns "
+                        "no credit")
         fault = _feeding_fault(model.calls, seq, T)
         if fault:
             c.fail(fault[0], case=case, hint=fault[1])
@@ -257,6 +277,7 @@ def _kv_mistakes(config, bytes_per_value):
     ]
 
 
+@own_messages("kv_bytes_per_token")
 def check_kv_bytes_per_token(fn):
     """Check kv_bytes_per_token(config, bytes_per_value) -> the KV cache's bytes per token, an int."""
     __tracebackhide__ = True
@@ -271,21 +292,18 @@ def check_kv_bytes_per_token(fn):
         case = (f"ModelConfig(d_model={config.d_model}, n_heads={config.n_heads}, n_kv_heads="
                 f"{config.n_kv_heads}, n_layers={config.n_layers}, max_len={config.max_len}), "
                 f"bytes_per_value={bpv}")
-        got = c.call(config, bpv, case=case,
-                     crash_hint="config.n_kv_heads is None when every head keeps its own keys and "
-                                "values; config.kv_heads gives the number of KV heads in both "
-                                "cases, and config.d_head the head size",
-                     none_hint="end with `return` and the number of bytes, an int")
-        if isinstance(got, torch.Tensor) and got.ndim == 0:
-            got = got.item()
-        if isinstance(got, bool) or not isinstance(got, numbers.Real):
-            c.fail("expected a number", case=case, got=type(got).__name__,
-                   hint="return the number of bytes as an int")
-        if not isinstance(got, numbers.Integral):
-            c.fail("the number of bytes is not an integer", case=case,
-                   got=f"{got!r} ({type(got).__name__})",
+        with watch_calls(kv_cache_bytes) as seen:
+            got = c.call(config, bpv, case=case,
+                         crash_hint="config.n_kv_heads is None when every head keeps its own "
+                                    "keys and values; config.kv_heads gives the number of KV "
+                                    "heads in both cases, and config.d_head the head size",
+                         none_hint="end with `return` and the number of bytes, an int")
+        if seen.called:
+            c.fail("your function calls course_lib's own kv_cache_bytes", case=case,
+                   hint="work it out from the config's fields: costs.kv_cache_bytes is the "
+                        "answer key and earns no credit")
+        python_int(c, got, case, "the number of bytes",
                    hint="a count of bytes is a whole number: use // rather than /, or int(...)")
-        c.ok()
         found.append((case, got, *_kv_mistakes(config, bpv)))
     for case, got, exact, _ in found:
         if got != exact:
