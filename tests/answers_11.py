@@ -1,32 +1,6 @@
 """Answers to lesson 11's exercises (tokenization), for testing the graders."""
 from answers import Wrong
 
-REFERENCE = {
-    "count_pairs": """\
-counts = {}
-for piece, n in pieces.items():
-    for pair in zip(piece, piece[1:]):
-        counts[pair] = counts.get(pair, 0) + n
-return counts""",
-    "best_pair": """\
-return min(counts, key=lambda pair: (-counts[pair], pair))""",
-    "merge_pair": """\
-out, i = [], 0
-while i < len(ids):
-    if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
-        out.append(new_id)
-        i += 2
-    else:
-        out.append(ids[i])
-        i += 1
-return out""",
-    "encode_piece": """\
-from course_lib.bpe import BPETokenizer
-return BPETokenizer(merges, pattern=None).encode_bytes(bytes(ids))""",
-    "decode_tokens": """\
-return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")""",
-}
-
 _MERGE = """\
 out, i = [], 0
 while i < len(ids):
@@ -37,6 +11,38 @@ while i < len(ids):
         out.append(ids[i])
         i += 1
 return out"""
+
+REFERENCE = {
+    "count_pairs": """\
+counts = {}
+for piece, n in pieces.items():
+    for pair in zip(piece, piece[1:]):
+        counts[pair] = counts.get(pair, 0) + n
+return counts""",
+    "best_pair": """\
+return min(counts, key=lambda pair: (-counts[pair], pair))""",
+    "merge_pair": _MERGE.format(step=2),
+    "encode_piece": """\
+from course_lib.bpe import BPETokenizer
+return BPETokenizer(merges, pattern=None).encode_bytes(bytes(ids))""",
+    "decode_tokens": """\
+return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")""",
+}
+
+# encode_piece by every merge in turn, once each (right: a merge never re-creates an earlier
+# pair), making token {new}
+_IN_ORDER = """\
+for k, (a, b) in enumerate(merges):
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and ids[i] == a and ids[i + 1] == b:
+            out.append({new})
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    ids = out
+return ids"""
 
 # encode_piece with a different choice of the pair to merge next
 _ENCODE = """\
@@ -142,7 +148,7 @@ return out""", "the last id is lost"),
     Wrong("merge_pair", "either order", """\
 out, i = [], 0
 while i < len(ids):
-    if i + 1 < len(ids) and sorted(ids[i:i + 2]) == sorted(pair) and ids[i] != ids[i + 1]:
+    if i + 1 < len(ids) and tuple(pair) in ((ids[i], ids[i + 1]), (ids[i + 1], ids[i])):
         out.append(new_id)
         i += 2
     else:
@@ -166,18 +172,7 @@ return ids""", "changed its argument 1 in place"),
     Wrong("encode_piece", "one merge only",
           _ENCODE.format(choose="min(present, key=ranks.get)", after="\n    return ids"),
           "only one merge was made"),
-    Wrong("encode_piece", "merge k makes token k", """\
-for k, pair in enumerate(merges):
-    out, i = [], 0
-    while i < len(ids):
-        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
-            out.append(k)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    ids = out
-return ids""", "not k"),
+    Wrong("encode_piece", "merge k makes token k", _IN_ORDER.format(new="k"), "not k"),
     # decode_tokens
     Wrong("decode_tokens", "drops invalid bytes",
           'return b"".join(vocab[i] for i in ids).decode("utf-8", errors="ignore")',
@@ -221,18 +216,7 @@ for i, t in enumerate(ids):
     else:
         out.append(t)
 return tuple(out)"""),
-    ("encode_piece", "every merge in rank order, once each", """\
-for k, (a, b) in enumerate(merges):
-    out, i = [], 0
-    while i < len(ids):
-        if i + 1 < len(ids) and ids[i] == a and ids[i + 1] == b:
-            out.append(256 + k)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    ids = out
-return ids"""),
+    ("encode_piece", "every merge in rank order, once each", _IN_ORDER.format(new="256 + k")),
     ("encode_piece", "the lowest rank by min", """\
 ranks = {tuple(p): k for k, p in enumerate(merges)}
 ids = list(ids)

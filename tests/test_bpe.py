@@ -48,7 +48,7 @@ def _naive_merges(text, n_merges):
             break
         best = min(counts, key=lambda p: (-counts[p], p))
         merges.append(best)
-        words = [bpe._merge(w, best, 256 + k) for w in words]
+        words = [bpe.merge_pair(w, best, 256 + k) for w in words]
     return merges
 
 
