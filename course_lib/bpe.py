@@ -372,7 +372,8 @@ def find_gpt2_files():
     folder = os.environ.get("COURSE_GPT2_DIR")
     if folder:
         folder = Path(folder).expanduser()
-        return folder if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file() else None
+        if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+            return folder
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:

