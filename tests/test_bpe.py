@@ -234,3 +234,9 @@ def test_finds_gpt2_files_in_course_gpt2_dir(tmp_path, monkeypatch):
     (tmp_path / "vocab.json").write_text("{}")
     (tmp_path / "merges.txt").write_text("")
     assert bpe.find_gpt2_files() == tmp_path
+
+
+def test_trains_on_bytes_that_are_not_utf8():
+    t = train_bpe(b"\xff\xfe \xff\xfe", 257)
+    assert t.merges == [(255, 254)]
+    assert t.encode_bytes(b"\xff\xfe") == [256]
