@@ -96,6 +96,13 @@ for piece, n in pieces.items():
         pair = (piece[i], piece[i + 1])
         counts[pair] = counts.get(pair, 0) + n
 return counts""", "the last pair of each piece is missing"),
+    Wrong("count_pairs", "reads past the end of a piece", """\
+counts = {}
+for piece, n in pieces.items():
+    for i in range(len(piece)):
+        pair = (piece[i], piece[i + 1])
+        counts[pair] = counts.get(pair, 0) + n
+return counts""", "n - 1 pairs"),
     Wrong("count_pairs", "keys as lists", """\
 return [([a, b], n) for piece, n in pieces.items() for a, b in zip(piece, piece[1:])]""",
           "should be a dict"),
@@ -115,6 +122,9 @@ return counts""", "changed its argument 1 in place"),
           "merge the MOST frequent one"),
     Wrong("best_pair", "returns the count", "return max(counts.values())",
           "should be one pair"),
+    Wrong("best_pair", "returns the (pair, count) item",
+          "return min(counts.items(), key=lambda item: (-item[1], item[0]))",
+          "not a (pair, count) item"),
     Wrong("best_pair", "sorted by count alone, last wins",
           "return sorted(counts, key=counts.get)[-1]", "ties broken inconsistently"),
     # merge_pair
@@ -162,6 +172,16 @@ while i < len(ids) - 1:
         ids[i:i + 2] = [new_id]
     i += 1
 return ids""", "changed its argument 1 in place"),
+    Wrong("merge_pair", "reads past the end", """\
+out, i = [], 0
+while i < len(ids):
+    if (ids[i], ids[i + 1]) == tuple(pair):
+        out.append(new_id)
+        i += 2
+    else:
+        out.append(ids[i])
+        i += 1
+return out""", "only while i + 1 < len(ids)"),
     Wrong("merge_pair", "returns bytes", "return bytes(ids)", "should be a list of token ids"),
     # encode_piece
     Wrong("encode_piece", "the leftmost pair first",
@@ -173,6 +193,14 @@ return ids""", "changed its argument 1 in place"),
           _ENCODE.format(choose="min(present, key=ranks.get)", after="\n    return ids"),
           "only one merge was made"),
     Wrong("encode_piece", "merge k makes token k", _IN_ORDER.format(new="k"), "not k"),
+    Wrong("encode_piece", "looks up every pair's rank", """\
+from course_lib.bpe import merge_pair
+ranks = {tuple(p): k for k, p in enumerate(merges)}
+ids = list(ids)
+while len(ids) > 1:
+    pair = min(zip(ids, ids[1:]), key=lambda p: ranks[p])
+    ids = merge_pair(ids, pair, 256 + ranks[pair])
+return ids""", "must be skipped, not looked up"),
     # decode_tokens
     Wrong("decode_tokens", "drops invalid bytes",
           'return b"".join(vocab[i] for i in ids).decode("utf-8", errors="ignore")',

@@ -85,13 +85,18 @@ _COUNT_CASES = [
 ]
 
 
+_PAIRS_CRASH = ("a piece of n ids has n - 1 pairs, at i = 0 to n - 2: loop over "
+                "zip(piece, piece[1:]) or range(len(piece) - 1), so that i + 1 stays inside the "
+                "piece (and a piece of one id, or none, gives no pair)")
+
+
 def check_count_pairs(fn):
     """Check count_pairs(pieces) -> {(a, b): how often a is followed by b inside the pieces}."""
     __tracebackhide__ = True
     c = Checker("count_pairs", fn)
     for pieces, words in _COUNT_CASES:
         case = f"count_pairs({pieces}), {words}"
-        got = _call_unchanged(c, fn, (pieces,), case)
+        got = _call_unchanged(c, fn, (pieces,), case, crash_hint=_PAIRS_CRASH)
         if not isinstance(got, Mapping):
             c.fail("the result should be a dict {(a, b): count}", case=case,
                    got=type(got).__name__, hint="return a dict whose keys are pairs (a, b) "
@@ -128,6 +133,10 @@ def _one_pair(c, got, case):
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         c.fail("the result should be one pair (a, b)", case=case, got=repr(got)[:80],
                hint="return the pair itself, a key of counts, not its count")
+    if isinstance(got[0], (tuple, list)):
+        c.fail("the result should be one pair (a, b), not a (pair, count) item", case=case,
+               got=repr(got)[:80], hint="max or min over counts.items() gives (pair, count): "
+                                        "return its first element, the pair")
     c.ok()
     return tuple(got)
 
@@ -225,13 +234,18 @@ _MERGE_CASES = [
 ]
 
 
+_MERGE_CRASH = ("look at ids[i + 1] only while i + 1 < len(ids): at the last id there is no "
+                "pair left, so append it and stop (an empty list gives an empty list)")
+
+
 def check_merge_pair(fn):
     """Check merge_pair(ids, pair, new_id): every occurrence merged, left to right, no overlaps."""
     __tracebackhide__ = True
     c = Checker("merge_pair", fn)
     for ids, pair, new_id, words in _MERGE_CASES:
         case = f"merge_pair({ids}, {pair}, {new_id}), {words}"
-        got = _ids(c, _call_unchanged(c, fn, (list(ids), pair, new_id), case), case)
+        got = _ids(c, _call_unchanged(c, fn, (list(ids), pair, new_id), case,
+                                      crash_hint=_MERGE_CRASH), case)
         want = merge_pair(ids, pair, new_id)
         if got != want:
             hint = next((h for wrong, h in _MERGE_HINTS if ids and wrong(list(ids), pair, new_id)
@@ -318,13 +332,19 @@ _ENCODE_CASES = [
 ]
 
 
+_ENCODE_CRASH = ("a pair with no merge must be skipped, not looked up: ranks.get(pair) or "
+                 "`pair in ranks` first; and a piece of one id, or none, has no pair to merge "
+                 "(min of an empty sequence raises)")
+
+
 def check_encode_piece(fn):
     """Check encode_piece(ids, merges): merges applied lowest rank first, merges[k] -> 256 + k."""
     __tracebackhide__ = True
     c = Checker("encode_piece", fn)
     for ids, merges, words in _ENCODE_CASES:
         case = f"encode_piece({ids}, merges={merges}), {words}"
-        got = _ids(c, _call_unchanged(c, fn, (list(ids), list(merges)), case), case)
+        got = _ids(c, _call_unchanged(c, fn, (list(ids), list(merges)), case,
+                                      crash_hint=_ENCODE_CRASH), case)
         want = encode_with_ranks(ids, merges)
         if got != want:
             hint = next((h for wrong, h in _ENCODE_HINTS if wrong(list(ids), merges) == got),
