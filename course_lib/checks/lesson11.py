@@ -3,6 +3,7 @@ import copy
 import numbers
 from collections.abc import Mapping
 
+from course_lib.bpe import merge_pair
 from course_lib.checks.core import Checker
 
 
@@ -84,13 +85,18 @@ _COUNT_CASES = [
 ]
 
 
+_PAIRS_CRASH = ("a piece of n ids has n - 1 pairs, at i = 0 to n - 2: loop over "
+                "zip(piece, piece[1:]) or range(len(piece) - 1), so that i + 1 stays inside the "
+                "piece (and a piece of one id, or none, gives no pair)")
+
+
 def check_count_pairs(fn):
     """Check count_pairs(pieces) -> {(a, b): how often a is followed by b inside the pieces}."""
     __tracebackhide__ = True
     c = Checker("count_pairs", fn)
     for pieces, words in _COUNT_CASES:
         case = f"count_pairs({pieces}), {words}"
-        got = _call_unchanged(c, fn, (pieces,), case)
+        got = _call_unchanged(c, fn, (pieces,), case, crash_hint=_PAIRS_CRASH)
         if not isinstance(got, Mapping):
             c.fail("the result should be a dict {(a, b): count}", case=case,
                    got=type(got).__name__, hint="return a dict whose keys are pairs (a, b) "
@@ -127,6 +133,10 @@ def _one_pair(c, got, case):
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         c.fail("the result should be one pair (a, b)", case=case, got=repr(got)[:80],
                hint="return the pair itself, a key of counts, not its count")
+    if isinstance(got[0], (tuple, list)):
+        c.fail("the result should be one pair (a, b), not a (pair, count) item", case=case,
+               got=repr(got)[:80], hint="max or min over counts.items() gives (pair, count): "
+                                        "return its first element, the pair")
     c.ok()
     return tuple(got)
 
@@ -173,33 +183,15 @@ def check_best_pair(fn):
 
 # Exercise: merge_pair(ids, pair, new_id) -> ids with each occurrence of pair replaced
 
-def _merge(ids, pair, new_id):
+def _scan(ids, pair, new_id, step=2, keep_last=True, either_order=False):
+    """merge_pair, or one of the usual wrong ways of writing it (a step of 1 overlaps)."""
     out, i = [], 0
-    while i < len(ids):
-        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
+    end = len(ids) if keep_last else len(ids) - 1
+    while i < end:
+        here = tuple(ids[i:i + 2])
+        if len(here) == 2 and (here == tuple(pair) or either_order and here == tuple(pair)[::-1]):
             out.append(new_id)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
-
-
-def _merge_overlapping(ids, pair, new_id):
-    out, i = [], 0
-    while i < len(ids):
-        merged = i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair)
-        out.append(new_id if merged else ids[i])
-        i += 1  # a merged pair's second id is looked at again
-    return out
-
-
-def _merge_drops_last(ids, pair, new_id):
-    out, i = [], 0
-    while i < len(ids) - 1:
-        if (ids[i], ids[i + 1]) == tuple(pair):
-            out.append(new_id)
-            i += 2
+            i += step
         else:
             out.append(ids[i])
             i += 1
@@ -207,8 +199,7 @@ def _merge_drops_last(ids, pair, new_id):
 
 
 def _merge_from_right(ids, pair, new_id):
-    back = _merge(ids[::-1], pair[::-1], new_id)
-    return back[::-1]
+    return merge_pair(ids[::-1], pair[::-1], new_id)[::-1]
 
 
 def _merge_first(ids, pair, new_id):
@@ -218,27 +209,15 @@ def _merge_first(ids, pair, new_id):
     return list(ids)
 
 
-def _merge_either_order(ids, pair, new_id):
-    out, i = [], 0
-    while i < len(ids):
-        if i + 1 < len(ids) and {ids[i], ids[i + 1]} == set(pair) and ids[i] != ids[i + 1]:
-            out.append(new_id)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
-
-
 _MERGE_HINTS = [
     (_merge_from_right, "the merge went from right to left: scan from the left, so (7, 7, 7) "
                         "with the pair (7, 7) becomes [new_id, 7]"),
-    (_merge_overlapping, "the merge was applied overlapping: once two ids are merged, the "
+    (lambda *args: _scan(*args, step=1), "the merge was applied overlapping: once two ids are merged, the "
                          "second cannot start another pair; skip past both (i += 2)"),
     (_merge_first, "only the first occurrence was merged: replace every occurrence of the pair"),
-    (_merge_either_order, "the pair is ordered: (1, 2) merges 1 followed by 2, never 2 "
+    (lambda *args: _scan(*args, either_order=True), "the pair is ordered: (1, 2) merges 1 followed by 2, never 2 "
                           "followed by 1"),
-    (_merge_drops_last, "the last id is lost: when the scan reaches the last id without a "
+    (lambda *args: _scan(*args, keep_last=False), "the last id is lost: when the scan reaches the last id without a "
                         "pair, append it too"),
 ]
 
@@ -255,14 +234,19 @@ _MERGE_CASES = [
 ]
 
 
+_MERGE_CRASH = ("look at ids[i + 1] only while i + 1 < len(ids): at the last id there is no "
+                "pair left, so append it and stop (an empty list gives an empty list)")
+
+
 def check_merge_pair(fn):
     """Check merge_pair(ids, pair, new_id): every occurrence merged, left to right, no overlaps."""
     __tracebackhide__ = True
     c = Checker("merge_pair", fn)
     for ids, pair, new_id, words in _MERGE_CASES:
         case = f"merge_pair({ids}, {pair}, {new_id}), {words}"
-        got = _ids(c, _call_unchanged(c, fn, (list(ids), pair, new_id), case), case)
-        want = _merge(ids, pair, new_id)
+        got = _ids(c, _call_unchanged(c, fn, (list(ids), pair, new_id), case,
+                                      crash_hint=_MERGE_CRASH), case)
+        want = merge_pair(ids, pair, new_id)
         if got != want:
             hint = next((h for wrong, h in _MERGE_HINTS if ids and wrong(list(ids), pair, new_id)
                          == got != want), "walk the ids from the left: where ids[i], ids[i + 1] "
@@ -283,7 +267,7 @@ def encode_with_ranks(ids, merges):
         pair = min(zip(ids, ids[1:]), key=lambda p: ranks.get(p, len(ranks)))
         if pair not in ranks:
             break
-        ids = _merge(ids, pair, 256 + ranks[pair])
+        ids = merge_pair(ids, pair, 256 + ranks[pair])
     return ids
 
 
@@ -293,7 +277,7 @@ def _leftmost_first(ids, merges):
         found = next((p for p in zip(ids, ids[1:]) if p in ranks), None)
         if found is None:
             return ids
-        ids = _merge(ids, found, 256 + ranks[found])
+        ids = merge_pair(ids, found, 256 + ranks[found])
 
 
 def _highest_first(ids, merges):
@@ -303,7 +287,7 @@ def _highest_first(ids, merges):
         if not present:
             return ids
         pair = max(present, key=ranks.get)
-        ids = _merge(ids, pair, 256 + ranks[pair])
+        ids = merge_pair(ids, pair, 256 + ranks[pair])
 
 
 def _one_merge(ids, merges):
@@ -312,7 +296,7 @@ def _one_merge(ids, merges):
     if not present:
         return ids
     pair = min(present, key=ranks.get)
-    return _merge(ids, pair, 256 + ranks[pair])
+    return merge_pair(ids, pair, 256 + ranks[pair])
 
 
 def _rank_as_id(ids, merges):
@@ -348,13 +332,19 @@ _ENCODE_CASES = [
 ]
 
 
+_ENCODE_CRASH = ("a pair with no merge must be skipped, not looked up: ranks.get(pair) or "
+                 "`pair in ranks` first; and a piece of one id, or none, has no pair to merge "
+                 "(min of an empty sequence raises)")
+
+
 def check_encode_piece(fn):
     """Check encode_piece(ids, merges): merges applied lowest rank first, merges[k] -> 256 + k."""
     __tracebackhide__ = True
     c = Checker("encode_piece", fn)
     for ids, merges, words in _ENCODE_CASES:
         case = f"encode_piece({ids}, merges={merges}), {words}"
-        got = _ids(c, _call_unchanged(c, fn, (list(ids), list(merges)), case), case)
+        got = _ids(c, _call_unchanged(c, fn, (list(ids), list(merges)), case,
+                                      crash_hint=_ENCODE_CRASH), case)
         want = encode_with_ranks(ids, merges)
         if got != want:
             hint = next((h for wrong, h in _ENCODE_HINTS if wrong(list(ids), merges) == got),
