@@ -12,15 +12,19 @@ B, H, T, D = x.shape
 return x.transpose(1, 2).reshape(B, T, H * D)""",
     "multi_head_attention": """\
 B, T, C = x.shape
+dtype = x.dtype
+x, w_qkv, w_proj = x.float(), w_qkv.float(), w_proj.float()
 q, k, v = (ref.split_heads(t, n_heads) for t in (x @ w_qkv.T).chunk(3, dim=-1))
 scores = q @ k.transpose(-2, -1) / math.sqrt(C // n_heads)
 scores = scores + torch.full((T, T), float("-inf")).triu(1)
-return ref.merge_heads(torch.softmax(scores, dim=-1) @ v) @ w_proj.T""",
+return (ref.merge_heads(torch.softmax(scores, dim=-1) @ v) @ w_proj.T).to(dtype)""",
 }
 
 # The body of a multi-head attention with each step spelled out, and {slots} for the mistakes.
 _MHA = """\
 B, T, C = x.shape
+dtype = x.dtype
+x, w_qkv, w_proj = x.float(), w_qkv.float(), w_proj.float()
 H, D = n_heads, C // n_heads
 q, k, v = (x @ w_qkv.T).chunk(3, dim=-1)
 q, k, v = ({split} for t in (q, k, v))
@@ -28,7 +32,7 @@ scores = q @ k.transpose(-2, -1) / {scale}
 {mask}
 a = torch.softmax(scores, dim=-1) @ v
 merged = {merge}
-return {out}"""
+return ({out}).to(dtype)"""
 
 _RIGHT = dict(split="t.view(B, T, H, D).transpose(1, 2)", scale="math.sqrt(D)",
               mask="scores = scores + torch.full((T, T), float('-inf')).triu(1)",
@@ -116,7 +120,8 @@ return torch.from_numpy(x.detach().numpy().transpose(0, 2, 1, 3).reshape(B, T, H
           _mha(split="t.view(B, T, 1, C).transpose(1, 2)", scale="math.sqrt(C)"),
           "this is one head of width C"),
     Wrong("multi_head_attention", "float64 mask from NumPy",
-          _mha(mask="scores = scores + torch.from_numpy(causal_mask(T))"), "float64"),
+          _mha(mask="scores = scores + torch.from_numpy(causal_mask(T))").replace(").to(dtype)", ")"),
+          "float64"),
     Wrong("multi_head_attention", "calls course_lib's multi_head_attention",
           "return ref.multi_head_attention(x, w_qkv, w_proj, n_heads)", "calls course_lib's multi_head_attention"),
     Wrong("multi_head_attention", "torch's fused kernel", """\
@@ -155,6 +160,15 @@ return layer(x, x, x, attn_mask=mask, need_weights=False)[0]""", "calls torch.nn
           "the gradient with respect to x is not right"),
     Wrong("multi_head_attention", "adds to its input in place", "x += 0\n" + _mha(),
           "your function changed an input in place"),
+    Wrong("multi_head_attention", "float16 computed in float16, a mask in its dtype",
+          _mha().replace("x, w_qkv, w_proj = x.float(), w_qkv.float(), w_proj.float()\n", "").replace(
+              "float('-inf')).triu(1)", "float('-inf'), dtype=x.dtype).triu(1)"),
+          "the softmax NaN, lesson 01's pitfall"),
+    Wrong("multi_head_attention", "half precision meeting a float32 mask",
+          _mha().replace("x, w_qkv, w_proj = x.float(), w_qkv.float(), w_proj.float()\n", ""),
+          "compute in float32 (x.float(), w_qkv.float(), w_proj.float())"),
+    Wrong("multi_head_attention", "computed in float32, returned in float32",
+          _mha().replace(").to(dtype)", ")"), "the output has the wrong dtype"),
     Wrong("multi_head_attention", "x @ w_qkv without .T", """\
 q, k, v = (x @ w_qkv).chunk(3, dim=-1)
 return q""", "nn.Linear's convention"),
@@ -167,12 +181,14 @@ ALTERNATIVES = [
 D = x.shape[-1] // n_heads
 return torch.stack([x[..., h * D:(h + 1) * D] for h in range(n_heads)], dim=1)"""),
     ("merge_heads", "the heads concatenated", "return torch.cat(x.unbind(1), dim=-1)"),
-    ("multi_head_attention", "masked_fill and einsum", """\
+    ("multi_head_attention", "masked_fill and einsum, in float64 inside", """\
 B, T, C = x.shape
+dtype = x.dtype
+x, w_qkv, w_proj = x.double(), w_qkv.double(), w_proj.double()
 D = C // n_heads
 q, k, v = (t.view(B, T, n_heads, D).transpose(1, 2) for t in torch.split(x @ w_qkv.T, C, dim=-1))
 scores = torch.einsum("bhid,bhjd->bhij", q, k) * D ** -0.5
 scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
 out = torch.einsum("bhij,bhjd->bhid", scores.softmax(-1), v)
-return out.transpose(1, 2).reshape(B, T, C) @ w_proj.T"""),
+return (out.transpose(1, 2).reshape(B, T, C) @ w_proj.T).to(dtype)"""),
 ]

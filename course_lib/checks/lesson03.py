@@ -6,6 +6,7 @@ the mistake that explains a wrong result.
 """
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -285,12 +286,48 @@ def _weights(seed, B, T, H, D):
     return x, w_qkv, w_proj
 
 
+_HALF_HINT = ("compute in float32 (x.float(), w_qkv.float(), w_proj.float()) and return the "
+              "input's dtype (.to(x.dtype)): in float16 a score past 65504 is inf and the "
+              "softmax NaN, lesson 01's pitfall; float32 keeps the scores and their sums exact")
+
+
+def _half_precision(c, fn):
+    """float16 inputs whose scores overflow float16, and bfloat16: computed in float32, returned in half."""
+    __tracebackhide__ = True
+    for dtype, scale in ((torch.float16, 200.0), (torch.bfloat16, 1.0)):
+        x, w_qkv, w_proj = _weights(10, 2, 6, 2, 4)
+        x, w_qkv, w_proj = (x * scale).to(dtype), w_qkv.to(dtype), w_proj.to(dtype)
+        name = str(dtype).replace("torch.", "")
+        case = (f"random x (2, 6, 8), w_qkv (24, 8), w_proj (8, 8), n_heads=2, all in {name}"
+                + (f", x scaled by {scale:g} so that q @ k^T passes float16's 65504" if scale > 1 else ""))
+        got = _call(c, x, w_qkv, w_proj, 2, case=case, crash_hint=_HALF_HINT)
+        if not isinstance(got, torch.Tensor):
+            c.fail(f"the output should be a torch tensor, got {type(got).__name__}", case=case,
+                   hint="return the output tensor")
+        if got.dtype != dtype:
+            c.fail("the output has the wrong dtype", case=case, expected=name,
+                   got=str(got.dtype).replace("torch.", ""), hint=_HALF_HINT)
+        got = got.detach().double().numpy()
+        c.shape(got, (2, 6, 8), "the output", case, hint="the output has the input's shape (B, T, C)")
+        c.finite(got, "the output", case, hint=_HALF_HINT)
+        want = _mha_variant(x, w_qkv, w_proj, 2)
+        tol = _HALF_TOLERANCE[dtype]
+        if not np.allclose(got, want, rtol=tol, atol=tol * np.abs(want).max()):
+            c.fail("the output is not right", case=case, expected=want, got=got,
+                   hint=mha_hint(x, w_qkv, w_proj, 2, got) or _HALF_HINT)
+        c.ok()
+
+
+_HALF_TOLERANCE = {torch.float16: 4e-3, torch.bfloat16: 3e-2}
+
+
 @checker
 def check_multi_head_attention(fn):
     """Check multi_head_attention(x, w_qkv, w_proj, n_heads) -> (B, T, C): causal multi-head self-attention.
 
-    Any T (longer than the examples too); gradients reach x and both weights, equal to the
-    reference's; the course's attention modules and torch's are off limits.
+    Any T (longer than the examples too); float16 and bfloat16 computed in float32 and returned
+    in their own dtype; gradients reach x and both weights, equal to the reference's; the
+    course's attention modules and torch's are off limits.
     """
     __tracebackhide__ = True
     c = Checker("multi_head_attention", fn, forbidden=_MHA)
@@ -329,6 +366,7 @@ def check_multi_head_attention(fn):
                                 "softmax(q @ k^T / sqrt(D) + causal mask) @ v per head; merge; "
                                 "@ w_proj.T")
         c.ok()
+    _half_precision(c, fn)
     x, w_qkv, w_proj = _weights(9, 2, 5, 3, 4)
     case = ("random x (2, 5, 12), w_qkv (36, 12), w_proj (12, 12) requiring grad, n_heads=3: "
             "the gradients")
