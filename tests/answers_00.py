@@ -1,17 +1,17 @@
 """Answers to lesson 00's exercises (start here), for testing the graders."""
 from answers import Wrong
 
+# A reference calls course_lib where the exercise allows it; where the exercise forbids the
+# course's own function (encode) or torch's (F.cross_entropy), it is the plain answer.
 REFERENCE = {
     "next_token_targets": """\
 from course_lib.data import split_inputs_targets
 inputs, targets = split_inputs_targets(ids[None])
 return inputs[0], targets[0]""",
-    "text_to_ids": """\
-from course_lib.data import encode
-return encode(text)""",
+    "text_to_ids": "return torch.tensor(list(text.encode('utf-8')), dtype=torch.long)",
     "next_byte_loss": """\
-import torch.nn.functional as F
-return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))""",
+logp = torch.log_softmax(logits, dim=-1)
+return -logp.gather(-1, targets[..., None]).mean()""",
 }
 
 
@@ -34,6 +34,16 @@ WRONG = [
     Wrong("next_token_targets", "forgets to return", "inputs, targets = ids[:-1], ids[1:]",
           "finish it with a `return`"),
     Wrong("next_token_targets", "returns one tensor", "return ids[1:]", "expected a pair"),
+    Wrong("next_token_targets", "lists", "return ids[:-1].tolist(), ids[1:].tolist()",
+          "must be torch tensors"),
+    Wrong("next_token_targets", "NumPy arrays", "return ids[:-1].numpy(), ids[1:].numpy()",
+          "must be torch tensors"),
+    Wrong("next_token_targets", "int32 ids", "return ids[:-1].int(), ids[1:].int()",
+          "must keep the ids' dtype"),
+    Wrong("next_token_targets", "float64 ids", "return ids[:-1].double(), ids[1:].double()",
+          "must hold integer token ids"),
+    Wrong("next_token_targets", "roll wraps the first id round to the end",
+          "return ids, torch.roll(ids, -1)", "drop one id from each end"),
     # 00 text_to_ids
     Wrong("text_to_ids", "one code point per character",
           "return torch.tensor([ord(ch) for ch in text], dtype=torch.long)",
@@ -49,6 +59,18 @@ WRONG = [
     Wrong("text_to_ids", "a batch axis",
           "return torch.tensor([list(text.encode('utf-8'))], dtype=torch.long)",
           "expected a 1-D tensor of shape (T,)"),
+    Wrong("text_to_ids", "strips the whitespace at the ends",
+          "return torch.tensor(list(text.strip().encode('utf-8')), dtype=torch.long)",
+          "don't strip() the text"),
+    Wrong("text_to_ids", "drops a trailing newline",
+          "return torch.tensor(list(text.rstrip('\\n').encode('utf-8')), dtype=torch.long)",
+          "don't strip() the text"),
+    Wrong("text_to_ids", "calls encode, which the exercise forbids",
+          "from course_lib.data import encode\nreturn encode(text)", "calls encode, which this exercise"),
+    Wrong("text_to_ids", "calls encode through its module",
+          "import course_lib.data\nreturn course_lib.data.encode(text)", "calls encode, which this exercise"),
+    Wrong("text_to_ids", "a NumPy array of the bytes",
+          "return np.frombuffer(text.encode(), dtype=np.uint8).astype(np.int64)", "expected a torch tensor"),
     Wrong("text_to_ids", "forgets to return",
           "ids = torch.tensor(list(text.encode('utf-8')), dtype=torch.long)",
           "finish it with a `return`"),
@@ -72,8 +94,27 @@ WRONG = [
           _loss(logp="torch.log_softmax(logits[:-1], dim=-1)",
                 pick="logp.gather(-1, targets[1:, None])"),
           "don't shift again"),
-    Wrong("next_byte_loss", "cross_entropy on a batch without flattening",
-          "return torch.nn.functional.cross_entropy(logits, targets)", "flatten first"),
+    Wrong("next_byte_loss", "cross_entropy, which the exercise forbids",
+          "return torch.nn.functional.cross_entropy(logits, targets)",
+          "calls F.cross_entropy, which this exercise asks you not to use"),
+    Wrong("next_byte_loss", "cross_entropy with the classes on axis 1", """\
+import torch.nn.functional as F
+if logits.dim() == 3:
+    return F.cross_entropy(logits.transpose(1, 2), targets)
+return F.cross_entropy(logits, targets)""", "calls F.cross_entropy, which this exercise"),
+    Wrong("next_byte_loss", "nn.CrossEntropyLoss, F.cross_entropy as a module",
+          "return torch.nn.CrossEntropyLoss()(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))",
+          "calls F.cross_entropy, which this exercise"),
+    Wrong("next_byte_loss", "nll_loss of the log-softmax", """\
+logp = torch.log_softmax(logits, dim=-1)
+return torch.nn.functional.nll_loss(logp.reshape(-1, logp.shape[-1]), targets.reshape(-1))""",
+          "calls F.nll_loss, which this exercise"),
+    Wrong("next_byte_loss", "a NumPy scalar", _loss(reduce="-{}.mean().numpy()[()]"),
+          "got a NumPy scalar"),
+    Wrong("next_byte_loss", "a NumPy float64", _loss(reduce="np.float64(-{}.mean().item())"),
+          "got a NumPy scalar"),
+    Wrong("next_byte_loss", "always in float32, also for float64 logits",
+          _loss(logp="torch.log_softmax(logits.float(), dim=-1)"), "the loss has another dtype"),
     Wrong("next_byte_loss", "one loss per position",
           _loss(reduce="-{}.squeeze(-1)"), "average the per-position losses"),
     Wrong("next_byte_loss", "subtracts the maximum in place", """\
@@ -91,6 +132,8 @@ return -(one_hot * torch.log_softmax(logits, dim=-1)).sum(-1).mean()""", "-inf *
 # Right answers written differently from the reference: each must pass its checker.
 ALTERNATIVES = [
     ("next_token_targets", "two slices", "inputs = ids[:-1]\ntargets = ids[1:]\nreturn inputs, targets"),
+    ("next_token_targets", "slices of the last axis, which a batch would need too",
+     "return ids[..., :-1], ids[..., 1:]"),
     ("text_to_ids", "NumPy's view of the bytes",
      "return torch.from_numpy(np.frombuffer(text.encode(), dtype=np.uint8).astype(np.int64))"),
     ("text_to_ids", "a loop over the bytes", """\
@@ -105,9 +148,10 @@ return -logp.gather(-1, targets.unsqueeze(-1)).mean()"""),
     ("next_byte_loss", "picked by indexing, returned as a float", """\
 logp = torch.log_softmax(logits, dim=-1).reshape(-1, logits.shape[-1])
 return -logp[torch.arange(len(logp)), targets.reshape(-1)].mean().item()"""),
-    ("next_byte_loss", "cross_entropy with the classes on axis 1", """\
-import torch.nn.functional as F
-if logits.dim() == 3:
-    return F.cross_entropy(logits.transpose(1, 2), targets)
-return F.cross_entropy(logits, targets)"""),
+    ("next_byte_loss", "log-sum-exp minus the target's logit", """\
+lse = torch.logsumexp(logits, dim=-1)
+return (lse - logits.gather(-1, targets[..., None]).squeeze(-1)).mean()"""),
+    ("next_token_targets", "narrow along the last axis",
+     "n = ids.shape[-1]\nreturn ids.narrow(-1, 0, n - 1), ids.narrow(-1, 1, n - 1)"),
+    ("text_to_ids", "a LongTensor of the bytes", "return torch.LongTensor([b for b in bytes(text, 'utf-8')])"),
 ]

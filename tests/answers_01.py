@@ -1,18 +1,26 @@
 """Answers to lesson 01's exercises (attention by hand), for testing the graders."""
 from answers import Wrong
 
+# The course's softmax and attention are off limits in these exercises, so the references are
+# plain answers (attention may use ref.softmax).
 REFERENCE = {
     "softmax": """\
-from course_lib.attention import softmax as reference
-return reference(x, axis=axis)""",
+x = np.asarray(x)
+work = x.astype(np.float32) if x.dtype == np.float16 else x
+e = np.exp(work - work.max(axis=axis, keepdims=True))
+return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype)""",
     "attention_steps": """\
-from course_lib.attention import attention
-output, weights = attention(q[None, :], keys, values)
 scores = keys @ q
-return dict(scores=scores, scaled=scores / len(q) ** 0.5, weights=weights[0], output=output[0])""",
+scaled = scores / len(q) ** 0.5
+e = np.exp(scaled)
+weights = e / e.sum()
+return dict(scores=scores, scaled=scaled, weights=weights, output=weights @ values)""",
     "attention": """\
-from course_lib.attention import attention as reference
-return reference(q, k, v, mask)""",
+scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+if mask is not None:
+    scores = scores + mask
+weights = ref.softmax(scores, axis=-1)
+return weights @ v, weights""",
 }
 
 
@@ -26,9 +34,12 @@ weights = {weights}
 return dict(scores=scores, scaled=scaled, weights=weights, output=weights @ {mixed})"""
 
 
-def _softmax(shift="x.max(axis=axis, keepdims=True)", total="e.sum(axis=axis, keepdims=True)"):
-    """A softmax body with one piece swapped for a mistake."""
-    return f"e = np.exp(x - {shift})\nreturn e / {total}"
+def _softmax(shift="x.max(axis=axis, keepdims=True)", total="e.sum(axis=axis, keepdims=True)",
+             result="e / {}"):
+    """A softmax body with one piece swapped for a mistake (float16 computed in float32)."""
+    return ("w = x.astype(np.float32) if x.dtype == np.float16 else x\n"
+            f"e = np.exp(w - {shift.replace('x.', 'w.').replace('(x', '(w')})\n"
+            f"return ({result.format(total)}).astype(x.dtype)")
 
 
 def _attention(scale="math.sqrt(q.shape[-1])", kt="np.swapaxes(k, -1, -2)",
@@ -55,6 +66,36 @@ WRONG = [
           "mixes the values, not the keys"),
     Wrong("attention_steps", "the number of keys for d_k", _steps(scale="math.sqrt(len(keys))"),
           "not the number of keys len(keys)"),
+    Wrong("attention_steps", "calls ref.softmax, which the exercise forbids",
+          _steps(weights="ref.softmax(scaled)"), "calls course_lib's softmax"),
+    Wrong("attention_steps", "calls torch.softmax", _steps(
+        weights="torch.softmax(torch.from_numpy(scaled), dim=-1).numpy()"), "calls torch.softmax"),
+    Wrong("attention_steps", "calls ref.attention", """\
+output, weights = ref.attention(q[None, :], keys, values)
+scores = keys @ q
+return dict(scores=scores, scaled=scores / len(q) ** 0.5, weights=weights[0], output=output[0])""",
+          "calls course_lib's attention"),
+    Wrong("attention_steps", "weights rounded to 3 decimals",
+          _steps(weights="np.round(np.exp(scaled) / np.exp(scaled).sum(), 3)"), "do not round them"),
+    Wrong("attention_steps", "scores rounded to 4 decimals", """\
+scores = np.round(keys @ q, 4)
+scaled = scores / math.sqrt(len(q))
+weights = np.exp(scaled) / np.exp(scaled).sum()
+return dict(scores=scores, scaled=scaled, weights=weights, output=weights @ values)""",
+          "do not round them"),
+    Wrong("attention_steps", "computed in float32", "q, keys, values = (a.astype(np.float32) for a in (q, keys, values))\n"
+          + _steps(), "is float32, from float64 inputs"),
+    Wrong("attention_steps", "scores in float32 only", _steps().replace("scores = keys @ q", "scores = (keys @ q).astype(np.float32)"),
+          "is float32, from float64 inputs"),
+    Wrong("attention_steps", "the first four keys only", "keys, values = keys[:4], values[:4]\n" + _steps(),
+          "score j is the dot product"),
+    # The checker cannot convert these: it says so, as feedback, instead of raising numpy's error.
+    Wrong("attention_steps", "strings in the dict",
+          "return dict(scores='1', scaled='0.7', weights='a', output='b')",
+          "the check could not go on with what your function returned"),
+    Wrong("attention_steps", "ragged lists in the dict",
+          "return dict(scores=[1, [2, 3]], scaled=[0], weights=[0], output=[0])",
+          "the check could not go on with what your function returned"),
     Wrong("attention_steps", "scales q in place", """\
 q /= math.sqrt(len(q))
 scaled = keys @ q
@@ -80,6 +121,33 @@ return dict(scores=scaled * math.sqrt(len(q)), scaled=scaled, weights=weights,
           "the mean or the minimum overflow"),
     Wrong("softmax", "shifts by the first entry", _softmax(shift="np.take(x, [0], axis=axis)"),
           "shift by each slice's maximum"),
+    Wrong("softmax", "float16 computed in float16, the long sum stalls", """\
+shifted = x - x.max(axis=axis, keepdims=True)
+e = np.exp(shifted)
+return e / e.sum(axis=axis, keepdims=True)""", "summed in float16, 3,000 exponentials stall"),
+    Wrong("softmax", "float16 in float16 by np.add.reduce", """\
+e = np.exp(x - x.max(axis=axis, keepdims=True))
+return e / np.add.reduce(e, axis=axis, keepdims=True)""", "summed in float16, 3,000 exponentials stall"),
+    Wrong("softmax", "calls ref.softmax, which the exercise forbids", "return ref.softmax(x, axis=axis)",
+          "calls course_lib's softmax"),
+    Wrong("softmax", "calls torch.softmax",
+          "return torch.softmax(torch.from_numpy(x).float(), dim=axis).numpy().astype(x.dtype)",
+          "calls torch.softmax"),
+    Wrong("softmax", "rounded to 3 decimals", _softmax(result="np.round(e / {}, 3)"),
+          "to float64's precision (no rounding)"),
+    Wrong("softmax", "rounded to 5 decimals", _softmax(result="np.round(e / {}, 5)"),
+          "to float64's precision (no rounding)"),
+    Wrong("softmax", "float64 computed in float32 and converted back", """\
+w = x.astype(np.float32)
+e = np.exp(w - w.max(axis=axis, keepdims=True))
+return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype)""", "to float64's precision"),
+    Wrong("softmax", "float64 in, float32 out", """\
+w = x.astype(np.float32)
+e = np.exp(w - w.max(axis=axis, keepdims=True))
+return e / e.sum(axis=axis, keepdims=True)""", "float64 in, float64 out"),
+    Wrong("softmax", "shifts by the maximum only when it is positive",
+          _softmax(shift="np.maximum(x.max(axis=axis, keepdims=True), 0)"),
+          "subtract the maximum before exponentiating"),
     Wrong("softmax", "subtracts in place", """\
 x -= x.max(axis=axis, keepdims=True)
 e = np.exp(x)
@@ -114,19 +182,41 @@ return e / e.sum(axis=axis, keepdims=True)""",
           "test `if mask is not None:`"),
     Wrong("attention", "mask multiplied, not added", _attention(apply="scores = scores * mask"),
           "add the mask to the scaled scores before the softmax"),
+    Wrong("attention", "calls ref.attention, which the exercise forbids",
+          "return ref.attention(q, k, v, mask)", "calls course_lib's attention"),
+    Wrong("attention", "calls torch's fused kernel", """\
+import torch.nn.functional as F
+t = torch.from_numpy
+m = None if mask is None else t(mask)
+out = F.scaled_dot_product_attention(t(q), t(k), t(v), attn_mask=m).numpy()
+scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1]) + (0 if mask is None else mask)
+return out, ref.softmax(scores, axis=-1)""", "calls F.scaled_dot_product_attention"),
+    Wrong("attention", "computed in float32",
+          "q, k, v = (a.astype(np.float32) for a in (q, k, v))\n" + _attention(),
+          "compute in the inputs' dtype, float64"),
+    Wrong("attention", "weights rounded to 3 decimals",
+          _attention(result="weights @ v, np.round(weights, 3)"), "do not round them"),
+    Wrong("attention", "weights and output rounded",
+          _attention(result="np.round(weights @ v, 3), np.round(weights, 3)"), "do not round them"),
+    Wrong("attention", "k.transpose(0, 2, 1): one batch axis only", _attention(
+        kt="(k.transpose(0, 2, 1) if k.ndim == 3 else k.T)"),
+          "nothing that assumes a length or a number of batch axes"),
+    Wrong("attention", "returns (None, None)", "return None, None", "output should be a NumPy array"),
 ]
 
 # Right answers written differently from the reference: each must pass its checker.
 ALTERNATIVES = [
     ("softmax", "log-sum-exp", """\
-m = x.max(axis=axis, keepdims=True)
-lse = m + np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
-return np.exp(x - lse)"""),
+w = x.astype(np.float32) if x.dtype == np.float16 else x
+m = w.max(axis=axis, keepdims=True)
+lse = m + np.log(np.exp(w - m).sum(axis=axis, keepdims=True))
+return np.exp(w - lse).astype(x.dtype)"""),
     ("softmax", "shift in a new array", """\
-shifted = x - np.max(x, axis=axis, keepdims=True)
-return np.exp(shifted) / np.sum(np.exp(shifted), axis=axis, keepdims=True)"""),
-    ("softmax", "float32 inside, the input's dtype out", """\
-work = x.astype(np.float32)
+work = x.astype(np.promote_types(x.dtype, np.float32))
+shifted = work - np.max(work, axis=axis, keepdims=True)
+return (np.exp(shifted) / np.sum(np.exp(shifted), axis=axis, keepdims=True)).astype(x.dtype)"""),
+    ("softmax", "float64 inside, the input's dtype out", """\
+work = x.astype(np.float64)
 e = np.exp(work - work.max(axis=axis, keepdims=True))
 return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype)"""),
     ("attention", "einsum", """\
@@ -136,6 +226,24 @@ if mask is not None:
 scores = scores - scores.max(axis=-1, keepdims=True)
 weights = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
 return np.einsum("...ts,...sd->...td", weights, v), weights"""),
+    ("softmax", "np.apply_along_axis over each slice", """\
+def one(row):
+    row = row.astype(np.float32) if row.dtype == np.float16 else row
+    e = np.exp(row - row.max())
+    return e / e.sum()
+return np.apply_along_axis(one, axis, x).astype(x.dtype)"""),
+    ("attention", "stable softmax inlined, with swapaxes", """\
+s = np.matmul(q, np.swapaxes(k, -2, -1)) * q.shape[-1] ** -0.5
+s = s if mask is None else s + mask
+e = np.exp(s - s.max(axis=-1, keepdims=True))
+w = e / e.sum(axis=-1, keepdims=True)
+return np.matmul(w, v), w"""),
+    ("attention_steps", "lists instead of arrays", """\
+scores = keys @ q
+scaled = scores / np.sqrt(q.size)
+e = np.exp(scaled)
+w = e / e.sum()
+return dict(scores=list(scores), scaled=list(scaled), weights=list(w), output=list(w @ values))"""),
     ("attention_steps", "a loop over the keys", """\
 d_k = q.shape[0]
 scores = np.array([np.dot(q, key) for key in keys])

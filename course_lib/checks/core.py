@@ -5,8 +5,14 @@ exercise, what failed, the input, expected against got, and a hint. On success i
 prints one line. A NotImplementedError from an unfinished exercise passes straight
 through, so a blank exercise fails at its check cell with its own message.
 `__tracebackhide__` keeps the checkers' own frames out of the traceback IPython shows.
+A checker wrapped in `@checker` only ever fails with feedback: any other exception raised
+while it checks (say, on something odd that the learner's function returned) becomes an
+AssertionError that names the exercise. `Checker(..., forbidden=...)` reports an answer
+that calls a function its exercise forbids.
 """
+import functools
 import inspect
+import sys
 
 import numpy as np
 import torch
@@ -42,6 +48,16 @@ def tolerance(dtype):
     return {"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2)}.get(name, (1e-6, 1e-4))
 
 
+def input_tolerance(dtype):
+    """(atol, rtol) for a result computed from inputs of `dtype`: float64 inputs at float64's precision.
+
+    Unlike `tolerance`, float64 gets its own (tight) tolerance here, so that a result rounded
+    or computed in float32 from float64 inputs is told apart from one computed in float64.
+    """
+    name = str(dtype).replace("torch.", "") if isinstance(dtype, torch.dtype) else np.dtype(dtype).name
+    return (1e-10, 1e-8) if name == "float64" else tolerance(dtype)
+
+
 def _snapshot(value):
     """A copy of an array or tensor argument, to pass or to compare with; None for anything else."""
     if isinstance(value, np.ndarray):
@@ -61,10 +77,17 @@ def _unchanged(before, after):
 class Checker:
     """Calls the learner's function and turns the first failed property into feedback."""
 
-    def __init__(self, exercise, fn):
+    def __init__(self, exercise, fn, forbidden=None):
+        """`forbidden` maps a name the learner knows (e.g. "F.cross_entropy") to a function that
+        their answer must not call, directly or through anything else (torch's own layers too)."""
         self.exercise = exercise
         self.fn = fn
         self.passed = 0
+        self.forbidden = dict(forbidden or {})
+        self.takes_tensors = False    # whether the last call's array arguments were torch tensors
+        self.last_case = None         # the input of the last call, for feedback on a crash
+        if _RUNS:
+            _RUNS[-1].append(self)
         if not callable(fn):
             self.fail(f"expected a function, got {type(fn).__name__}",
                       hint=f"pass the function itself, e.g. check_{exercise}({exercise}), "
@@ -105,14 +128,27 @@ class Checker:
             else:
                 passed.append(copy)
                 before.append(value)
+        self.last_case = case
+        self.takes_tensors = any(isinstance(v, torch.Tensor) for v in given)
+        watch = Watch(self.forbidden)
         try:
-            result = self.fn(*passed[:len(args)], **dict(zip(kwargs, passed[len(args):])))
+            with watch:
+                result = self.fn(*passed[:len(args)], **dict(zip(kwargs, passed[len(args):])))
         except NotImplementedError:
             raise
         except Exception as e:  # the learner's bug, reported as feedback rather than a traceback
             hint = crash_hint or ("run your function on this input in a cell of its own and "
                                   "print the shapes of the arrays inside it")
+            if "leaf Variable that requires grad is being used in an in-place" in str(e):
+                hint = ("your function changed an input in place (+=, x[...] = ..., a method "
+                        "ending in _): build new tensors instead (x = x + ...), so that gradients "
+                        "can reach the input and the caller keeps it as it was")
             self.fail(f"your function raised {type(e).__name__}: {e}", case=case, hint=hint)
+        if watch.called:
+            self.fail(f"your function calls {watch.called}, which this exercise asks you not to use",
+                      case=case, hint=f"write the computation yourself, as the exercise describes: "
+                                      f"{watch.called} does the whole job, so using it shows "
+                                      f"nothing of how it works")
         for name, was, now in zip(names, before, passed):
             if was is not None and not _unchanged(was, now):
                 self.fail(f"your function changed its input {name} in place", case=case,
@@ -126,11 +162,20 @@ class Checker:
         return result
 
     def array(self, value, what, case):
-        """The value as a float NumPy array, or feedback that it isn't one."""
+        """The value as a NumPy array (a torch tensor is converted), or feedback that it is neither.
+
+        The feedback names what the exercise works with: a torch tensor when the learner's
+        function was given tensors, a NumPy array otherwise.
+        """
         __tracebackhide__ = True
         if isinstance(value, torch.Tensor):
-            value = value.detach().cpu().numpy()
+            value = value.detach().cpu()
+            value = (value.float() if value.dtype == torch.bfloat16 else value).numpy()
         if not isinstance(value, np.ndarray):
+            if self.takes_tensors:
+                self.fail(f"{what} should be a torch tensor, got {type(value).__name__}", case=case,
+                          hint="build it with torch operations on the inputs, and return the "
+                               "tensor itself")
             self.fail(f"{what} should be a NumPy array, got {type(value).__name__}", case=case,
                       hint="build it with NumPy operations on the inputs")
         return value
@@ -148,10 +193,17 @@ class Checker:
             self.fail(f"{what} contains inf or NaN", case=case, got=value, hint=hint)
         self.ok()
 
-    def close(self, value, expected, what, case, hint, atol=None, dtype=None):
-        """Fail unless value equals expected to the tolerance of `dtype` (default: value's dtype)."""
+    def close(self, value, expected, what, case, hint, atol=None, dtype=None, input_dtype=None):
+        """Fail unless value equals expected to the tolerance of `dtype` (default: value's dtype).
+
+        With `input_dtype`, the tolerance is `input_tolerance(input_dtype)` instead: float64
+        inputs demand float64's precision.
+        """
         __tracebackhide__ = True
-        tol_atol, rtol = tolerance(dtype if dtype is not None else value.dtype)
+        if input_dtype is not None:
+            tol_atol, rtol = input_tolerance(input_dtype)
+        else:
+            tol_atol, rtol = tolerance(dtype if dtype is not None else value.dtype)
         atol = max(tol_atol, atol or 0.0)
         if value.shape != expected.shape or not np.allclose(value, expected, atol=atol, rtol=rtol):
             self.fail(f"{what} is not right", case=case, expected=expected, got=value, hint=hint)
@@ -164,6 +216,80 @@ class Checker:
     def done(self):
         __tracebackhide__ = True
         print(f"{self.exercise}: {self.passed} checks passed")
+
+
+_RUNS = []   # for each `checker` running, the Checkers it made, the newest last
+
+
+class Watch:
+    """While active, records the first call of any forbidden function, by its code (or identity).
+
+    A Python function is caught through sys.setprofile's "call" events, whatever name or
+    module it was reached through; a builtin (C) function through its "c_call" events.
+    Any profiler already set (a debugger, coverage) is put back afterwards.
+    """
+
+    def __init__(self, forbidden):
+        self.codes, self.builtins, self.called = {}, {}, None
+        for name, fn in forbidden.items():
+            code = getattr(inspect.unwrap(fn), "__code__", None)
+            if code is not None:
+                self.codes[code] = name
+            else:
+                self.builtins[id(fn)] = name
+
+    def _profile(self, frame, event, arg):
+        if self.called is None:
+            if event == "call":
+                self.called = self.codes.get(frame.f_code)
+            elif event == "c_call":
+                self.called = self.builtins.get(id(arg))
+
+    def __enter__(self):
+        if self.codes or self.builtins:
+            self.previous = sys.getprofile()
+            sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc):
+        if self.codes or self.builtins:
+            sys.setprofile(self.previous)
+        return False
+
+
+def checker(check):
+    """Wrap a check_<name> function so that it only ever fails with feedback.
+
+    AssertionError (the feedback) and NotImplementedError (an unfinished exercise) pass
+    through; any other exception raised while checking, say on an odd value the learner's
+    function returned, becomes an AssertionError that names the exercise, the input of
+    the last call, and the error.
+    """
+    name = check.__name__.removeprefix("check_")
+
+    @functools.wraps(check)
+    def run(fn):
+        __tracebackhide__ = True
+        _RUNS.append([])
+        try:
+            return check(fn)
+        except (AssertionError, NotImplementedError):
+            raise
+        except Exception as e:  # a checker only ever fails with its own message
+            made = _RUNS[-1]
+            case = made[-1].last_case if made else None
+            lines = [f"Exercise '{name}': the check could not go on with what your function "
+                     f"returned ({type(e).__name__}: {e})"]
+            if case is not None:
+                lines.append(f"  input:    {case}")
+            lines.append("Hint: call your function on this input in a cell of its own and compare "
+                         "what it returns (its type, shape and dtype, and each item of a pair or "
+                         "dict) with what the exercise asks for")
+            raise AssertionError("\n".join(lines)) from None
+        finally:
+            _RUNS.pop()
+
+    return run
 
 
 def _parameter_names(fn, n):
@@ -242,18 +368,30 @@ def tensor_result(c, out, x, shape, case, what, finite_hint):
 
 
 
-def gradients_flow(c, fn, inputs, names, reference, case):
-    """The learner's function must pass gradients to every input, equal to the reference's."""
+def gradients_flow(c, fn, inputs, names, reference, case, extra=()):
+    """The learner's function must pass gradients to every input, equal to the reference's.
+
+    `extra` holds further arguments (not tensors to differentiate, e.g. a number of heads)
+    passed after the inputs to both functions. A backward pass that fails (after an in-place
+    edit of a tensor autograd needed, say) is feedback, not torch's error.
+    """
     __tracebackhide__ = True
     mine = [t.detach().clone().requires_grad_(True) for t in inputs]
-    out = c.call(*mine, case=case)
+    out = c.call(*mine, *extra, case=case)
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         c.fail("no gradient flows through your function", case=case,
                hint="use torch operations only: .detach(), .item(), NumPy or torch.no_grad() "
                     "cut the graph, and the layer could not be trained")
-    out.double().sum().backward()
+    try:
+        out.double().sum().backward()
+    except Exception as e:  # the learner's graph, reported as feedback rather than a traceback
+        c.fail(f"the backward pass through your function failed: {type(e).__name__}: "
+               f"{torch_error(e)}", case=case,
+               hint="an in-place edit (+=, masked_fill_, x[...] = ...) overwrote a tensor that "
+                    "autograd kept for the backward pass: build a new tensor instead "
+                    "(scores = scores + mask, scores.masked_fill(...))")
     theirs = [t.detach().double().requires_grad_(True) for t in inputs]
-    reference(*theirs).sum().backward()
+    reference(*theirs, *extra).sum().backward()
     for name, a, b in zip(names, mine, theirs):
         if a.grad is None:
             c.fail(f"no gradient flows back to {name}", case=case,
@@ -265,6 +403,11 @@ def gradients_flow(c, fn, inputs, names, reference, case):
                    hint="the forward values are right, so something in between is not an "
                         "ordinary torch operation: build the result from x with torch only")
     c.ok()
+
+
+def torch_error(e):
+    """The first sentence-line of a torch error, without torch's own hint about anomaly mode."""
+    return str(e).split(" Hint:")[0].splitlines()[0] if str(e) else type(e).__name__
 
 
 def name_the_mistake(c, got, want, mistakes, dtype, formula, case):

@@ -3,53 +3,76 @@ import math
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
-from course_lib.checks.core import Checker, pair
+from course_lib import data
+from course_lib.checks.core import Checker, checker, pair
+
+# next_byte_loss is the learner's own: these compute it whole, by whatever route they are reached.
+_LOSS_FUNCTIONS = {"F.cross_entropy": F.cross_entropy, "F.nll_loss": F.nll_loss,
+                   "torch's cross_entropy_loss": torch._C._nn.cross_entropy_loss,
+                   "torch's nll_loss": torch._C._nn.nll_loss,
+                   "torch's nll_loss_nd": torch._C._nn.nll_loss_nd}
 
 
+@checker
 def check_next_token_targets(fn):
-    """Check next_token_targets(ids) -> (inputs, targets) with targets[t] == ids[t + 1]."""
+    """Check next_token_targets(ids) -> (inputs, targets) with targets[t] == ids[t + 1].
+
+    ids is one window, a 1-D tensor (T + 1,): a batch (B, T + 1) need not work (lesson 06
+    splits batches); inputs and targets are tensors of the ids' dtype.
+    """
     __tracebackhide__ = True
     c = Checker("next_token_targets", fn)
     for ids in (torch.arange(10, 16), torch.tensor([72, 105, 33]), torch.tensor([7, 7, 9, 7])):
         case = f"ids = {ids.tolist()}"
         inputs, targets = pair(c, c.call(ids, case=case), case, "inputs, targets")
-        inputs, targets = torch.as_tensor(inputs), torch.as_tensor(targets)
+        if not (isinstance(inputs, torch.Tensor) and isinstance(targets, torch.Tensor)):
+            c.fail("inputs and targets must be torch tensors", case=case,
+                   got=f"{type(inputs).__name__}, {type(targets).__name__}",
+                   hint="slice the ids tensor itself (ids[:-1], ids[1:]): a slice of a tensor is "
+                        "a tensor")
         if inputs.is_floating_point() or targets.is_floating_point():
             c.fail("inputs and targets must hold integer token ids", case=case,
                    expected=str(ids.dtype), got=f"{inputs.dtype}, {targets.dtype}",
                    hint="slice the ids themselves (ids[:-1], ids[1:]); cross_entropy needs "
                         "integer targets, and an embedding cannot look up a float")
-        T = len(ids) - 1
-        if len(inputs) != T or len(targets) != T:
+        want = (len(ids) - 1,)
+        if tuple(inputs.shape) != want or tuple(targets.shape) != want:
             c.fail("inputs and targets must each have len(ids) - 1 entries", case=case,
-                   expected=(T, T), got=(len(inputs), len(targets)),
+                   expected=(want, want), got=(tuple(inputs.shape), tuple(targets.shape)),
                    hint="the last id has no next token to predict and the first is never a "
                         "target, so drop one id from each end")
-        if torch.equal(inputs, ids[1:]) and torch.equal(targets, ids[:-1]):
+        if inputs.dtype != ids.dtype or targets.dtype != ids.dtype:
+            c.fail("inputs and targets must keep the ids' dtype", case=case,
+                   expected=str(ids.dtype), got=f"{inputs.dtype}, {targets.dtype}",
+                   hint="slice the ids themselves; cross_entropy takes int64 (torch.long) targets")
+        ids_in, ids_out = ids[:-1], ids[1:]
+        if torch.equal(inputs, ids_out) and torch.equal(targets, ids_in):
             c.fail("each position predicts the previous token", case=case,
-                   expected=ids[1:].tolist(), got=targets.tolist(),
+                   expected=ids_out.tolist(), got=targets.tolist(),
                    hint="position t sees ids[:t + 1] and predicts the next id, ids[t + 1]: "
                         "inputs come from the front of ids, targets from one step later")
         if torch.equal(inputs, targets):
             c.fail("targets equal inputs, so the model is asked to copy its input", case=case,
-                   expected=ids[1:].tolist(), got=targets.tolist(),
+                   expected=ids_out.tolist(), got=targets.tolist(),
                    hint="shift the targets by one: targets[t] = ids[t + 1] (the off-by-one "
                         "pitfall: unshifted targets make the loss collapse and teach nothing)")
-        if not (torch.equal(inputs, ids[:-1]) and torch.equal(targets, ids[1:])):
+        if not (torch.equal(inputs, ids_in) and torch.equal(targets, ids_out)):
             c.fail("inputs or targets hold the wrong ids", case=case,
-                   expected=(ids[:-1].tolist(), ids[1:].tolist()),
+                   expected=(ids_in.tolist(), ids_out.tolist()),
                    got=(inputs.tolist(), targets.tolist()),
                    hint="inputs are every id but the last, targets every id but the first")
         c.ok()
     c.done()
 
 
+@checker
 def check_text_to_ids(fn):
-    """Check text_to_ids(text) -> a 1-D int64 tensor of the text's UTF-8 bytes."""
+    """Check text_to_ids(text) -> a 1-D int64 tensor of the text's UTF-8 bytes, without encode."""
     __tracebackhide__ = True
-    c = Checker("text_to_ids", fn)
-    cases = ("To be", "café", "", "a\nb", "naïve 💡")
+    c = Checker("text_to_ids", fn, forbidden={"encode": data.encode})
+    cases = ("To be", "café", "", "a\nb", "naïve 💡", "  To be,\n", "\tend  ", "\n")
     for text in cases:
         case = f"text_to_ids({text!r})"
         got = c.call(text, case=case,
@@ -80,6 +103,10 @@ def check_text_to_ids(fn):
                         "character, as ord(ch) or text.encode('latin-1') give them; the ids are "
                         "the UTF-8 bytes, 2 to 4 for a character outside ASCII: use "
                         "text.encode('utf-8')")
+            elif _stripped(got.tolist(), text.encode("utf-8")):
+                hint = ("keep every byte, the whitespace at the ends too: don't strip() the "
+                        "text (a space is byte 32, a tab 9, a newline 10, and a model must "
+                        "learn where they go)")
             elif len(got) != len(want):
                 hint = (f"there is one id per UTF-8 byte, {len(want)} here, not one per "
                         f"character; use text.encode('utf-8')")
@@ -91,15 +118,28 @@ def check_text_to_ids(fn):
     c.done()
 
 
+def _stripped(got, want):
+    """Whether ids `got` are the bytes `want` with whitespace cut from one end or both."""
+    if not all(isinstance(i, int) and 0 <= i < 256 for i in got):
+        return False
+    got = bytes(got)
+    return len(got) < len(want) and got.strip() == want.strip() and got in want
+
+
+@checker
 def check_next_byte_loss(fn):
-    """Check next_byte_loss(logits, targets): the mean of -ln p(target) over every position."""
+    """Check next_byte_loss(logits, targets): the mean of -ln p(target) over every position.
+
+    The loss is the learner's own: F.cross_entropy and F.nll_loss are forbidden,
+    torch.log_softmax is allowed. It comes back as a 0-d tensor in the logits' dtype or as a
+    Python float.
+    """
     __tracebackhide__ = True
-    c = Checker("next_byte_loss", fn)
+    c = Checker("next_byte_loss", fn, forbidden=_LOSS_FUNCTIONS)
     gen = torch.Generator().manual_seed(0)
     batch_hint = ("for a batch, logits (B, T, V) and targets (B, T): take log-probabilities "
-                  "along the last axis and gather with targets[..., None], or flatten first "
-                  "(logits.reshape(-1, V), targets.reshape(-1)): F.cross_entropy wants the "
-                  "classes on axis 1")
+                  "along the last axis and gather with targets[..., None], or flatten both "
+                  "first (logits.reshape(-1, V), targets.reshape(-1))")
     cases = [
         (torch.zeros(3, 256), torch.tensor([84, 111, 32]),
          "logits = torch.zeros(3, 256) (a uniform guess), targets = [84, 111, 32]"),
@@ -111,6 +151,8 @@ def check_next_byte_loss(fn):
          "a batch: random logits (2, 4, 6), targets (2, 4)"),
         (torch.tensor([[0.0, -math.inf, 2.0], [1.0, 1.0, -math.inf]]), torch.tensor([2, 0]),
          "logits = [[0, -inf, 2], [1, 1, -inf]] (bytes ruled out), targets = [2, 0]"),
+        (torch.randn(3, 5, 9, generator=gen, dtype=torch.float64), torch.randint(9, (3, 5), generator=gen),
+         "float64 logits (3, 5, 9), targets (3, 5): the loss comes back in float64"),
     ]
     for logits, targets, case in cases:
         got = c.call(logits, targets, case=case,
@@ -119,7 +161,7 @@ def check_next_byte_loss(fn):
         got = _scalar(c, got, logits, case)
         if not math.isfinite(got):
             hint = ("p = e^-200 underflows to 0 in float32 and ln 0 = -inf: take "
-                    "torch.log_softmax(logits, dim=-1) (or F.cross_entropy), which computes "
+                    "torch.log_softmax(logits, dim=-1), which computes "
                     "ln p = x - logsumexp(x) without ever forming p")
             if torch.isinf(logits).any():
                 hint = ("a ruled-out byte has ln p = -inf, and -inf * 0 is NaN: pick each "
@@ -127,7 +169,8 @@ def check_next_byte_loss(fn):
                         "multiplying every entry by a one-hot mask and summing")
             c.fail("the loss is inf or NaN", case=case, expected=round(want, 4), got=got,
                    hint=hint)
-        if not math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-4):
+        tol = 1e-10 if logits.dtype == torch.float64 else 1e-4
+        if not math.isclose(got, want, rel_tol=tol, abs_tol=tol):
             c.fail("the loss is not right", case=case, expected=round(want, 4),
                    got=round(got, 4), hint=_loss_hint(got, want, logits, targets))
         c.ok()
@@ -156,10 +199,15 @@ def _scalar(c, got, logits, case):
                    hint="compute in the logits' dtype: drop the conversion (.double(), "
                         ".half(), .to(...)); a Python float from .item() passes too")
         return float(got.detach().double())
-    if isinstance(got, (float, np.floating)):
-        return float(got)
+    if type(got) is float:
+        return got
+    if isinstance(got, np.generic):
+        c.fail("expected a 0-d tensor or a Python float, got a NumPy scalar", case=case,
+               got=type(got).__name__,
+               hint="stay in torch: return the 0-d tensor itself (or loss.item() for a Python "
+                    "float); a NumPy round trip also cuts the gradient that training needs")
     c.fail("expected a number", case=case, got=type(got).__name__,
-           hint="return the mean loss, a 0-d tensor (or a float)")
+           hint="return the mean loss, a 0-d tensor (or a Python float)")
 
 
 def _loss_hint(got, want, logits, targets):

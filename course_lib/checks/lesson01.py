@@ -2,15 +2,31 @@
 import math
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 from course_lib import attention as ref
-from course_lib.checks.core import Checker, matches, pair, random_qkv
+from course_lib.checks.core import Checker, checker, matches, pair, random_qkv
+
+# The course's own versions, and torch's, of what these exercises ask the learner to write.
+SOFTMAXES = {"course_lib's softmax (ref.softmax)": ref.softmax, "torch.softmax": torch.softmax,
+             "F.softmax": F.softmax}
+ATTENTIONS = {"course_lib's attention (ref.attention)": ref.attention,
+              "course_lib's scaled_dot_product_attention": ref.scaled_dot_product_attention,
+              "F.scaled_dot_product_attention": F.scaled_dot_product_attention}
 
 
+@checker
 def check_softmax(fn):
-    """Check softmax(x, axis=-1): right values, along the given axis, stable for large inputs."""
+    """Check softmax(x, axis=-1): right values, along the given axis, stable for large inputs.
+
+    The result has the input's dtype and its precision (float64 to float64's tolerance);
+    float16 must be computed in float32, since a long float16 sum stalls. NumPy has no
+    bfloat16, so float16 is the half precision tried here. The course's softmax and
+    torch's are off limits.
+    """
     __tracebackhide__ = True
-    c = Checker("softmax", fn)
+    c = Checker("softmax", fn, forbidden=SOFTMAXES)
     keepdims = ("if shapes failed to line up, a reduction lost its axis: pass keepdims=True "
                 "to max and sum so the result broadcasts against x")
 
@@ -21,14 +37,24 @@ def check_softmax(fn):
         if x.dtype == np.float16 and got.dtype != np.float16:
             c.fail("the result has the wrong dtype", case=case, expected="float16",
                    got=str(got.dtype),
-                   hint="return the input's dtype: float16 in, float16 out (compute in float32 "
-                        "if you like, then convert back with .astype(x.dtype))")
+                   hint="return the input's dtype: float16 in, float16 out (compute in float32, "
+                        "then convert back with .astype(x.dtype))")
+        if x.dtype == np.float64 and got.dtype != np.float64:
+            c.fail("the result has the wrong dtype", case=case, expected="float64",
+                   got=str(got.dtype),
+                   hint="float64 in, float64 out: compute in the input's dtype (only float16 "
+                        "needs the detour through float32)")
         return got.astype(np.float64)
+
+    def close(got, x, axis, case, hint):
+        __tracebackhide__ = True
+        c.close(got, ref.softmax(x.astype(np.float64), axis=axis), "the result", case, hint=hint,
+                input_dtype=x.dtype)
 
     x = np.array([1.0, 2.0, 3.0])
     case = "softmax(np.array([1.0, 2.0, 3.0]))"
-    c.close(run(x, -1, case), ref.softmax(x), "the result", case,
-            hint="softmax(x)_i = exp(x_i) / sum_j exp(x_j)")
+    close(run(x, -1, case), x, -1, case, hint="softmax(x)_i = exp(x_i) / sum_j exp(x_j), "
+          "computed in float64 to float64's precision (no rounding)")
 
     x = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 5.0]])
     case = "softmax(np.array([[1., 2., 3.], [1., 1., 5.]]), axis=-1)"
@@ -43,23 +69,22 @@ def check_softmax(fn):
             hint = "divide each exponential by the sum of its own slice's exponentials"
         c.fail("the rows do not each sum to 1", case=case, expected=np.ones(2),
                got=got.sum(axis=-1), hint=hint)
-    c.close(got, ref.softmax(x), "the result", case, hint="normalise along the last axis")
+    close(got, x, -1, case, hint="normalise along the last axis")
 
     case = "softmax(np.array([[1., 2., 3.], [1., 1., 5.]]), axis=0)"
-    c.close(run(x, 0, case), ref.softmax(x, axis=0), "the result", case,
-            hint="use the `axis` argument instead of a fixed axis")
+    close(run(x, 0, case), x, 0, case, hint="use the `axis` argument instead of a fixed axis")
 
     x = np.arange(24.0).reshape(2, 3, 4) / 5
     case = "softmax(np.arange(24.).reshape(2, 3, 4) / 5, axis=1)"
-    c.close(run(x, 1, case), ref.softmax(x, axis=1), "the result", case,
-            hint="reduce along `axis` with keepdims=True so it works for any number of dims")
+    close(run(x, 1, case), x, 1, case,
+          hint="reduce along `axis` with keepdims=True so it works for any number of dims")
 
     stability = "subtract the maximum before exponentiating: exp(1000) overflows to inf and inf/inf is NaN"
     for x, case in ((np.array([1000.0, 1001.0, 1002.0]), "softmax(np.array([1000., 1001., 1002.]))"),
                     (np.array([-1000.0, -1001.0]), "softmax(np.array([-1000., -1001.]))")):
         got = run(x, -1, case)
         c.finite(got, "the result", case, hint=stability)
-        c.close(got, ref.softmax(x), "the result", case, hint=stability)
+        close(got, x, -1, case, hint=stability)
 
     x = np.array([[1000.0, 1001.0, 1002.0], [0.0, 1.0, 2.0]])
     case = "softmax(np.array([[1000., 1001., 1002.], [0., 1., 2.]]), axis=-1)"
@@ -67,7 +92,7 @@ def check_softmax(fn):
     c.finite(got, "the result", case,
              hint="subtract each slice's own maximum (x.max(axis=axis, keepdims=True)), not "
                   "the maximum of the whole array: the second row's exponentials all underflow to 0")
-    c.close(got, ref.softmax(x), "the result", case, hint=stability)
+    close(got, x, -1, case, hint=stability)
 
     only_max = ("shift by each slice's maximum, x.max(axis=axis, keepdims=True): it is the one "
                 "shift that keeps every exponent <= 0 (no overflow) and one exponent at 0 (no "
@@ -75,19 +100,41 @@ def check_softmax(fn):
                 "-inf entry (a masked position) makes the mean -inf")
     for x, case in ((np.array([-1000.0, 0.0, 1000.0]), "softmax(np.array([-1000., 0., 1000.]))"),
                     (np.array([[0.0, -np.inf, 1.0], [-np.inf, 2.0, -np.inf]]),
-                     "softmax(np.array([[0., -inf, 1.], [-inf, 2., -inf]])), a masked row")):
+                     "softmax(np.array([[0., -inf, 1.], [-inf, 2., -inf]])), a masked row"),
+                    (np.array([[-5e4, -5e4 - 3.0, -5e4 - 1.0], [2.0, 1.0, 0.0]]),
+                     "softmax(np.array([[-50000., -50003., -50001.], [2., 1., 0.]])), a row of "
+                     "very negative scores")):
         got = run(x, -1, case)
         c.finite(got, "the result", case, hint=only_max)
-        c.close(got, ref.softmax(x), "the result", case, hint=only_max)
+        close(got, x, -1, case, hint=only_max)
 
-    x = np.array([10.0, 12.0], dtype=np.float16)
-    case = "softmax(np.array([10., 12.], dtype=np.float16))"
-    got = run(x, -1, case)
-    c.finite(got, "the result", case,
-             hint="in float16 exp(12) = 162755 overflows (the largest float16 is 65504); "
-                  "subtracting the maximum keeps every exponential <= 1")
-    c.close(got, ref.softmax(x.astype(np.float64)), "the result", case, hint=stability,
-            dtype=np.float16)
+    half = "in float16 "
+    for x, case in ((np.array([10.0, 12.0], dtype=np.float16),
+                     "softmax(np.array([10., 12.], dtype=np.float16))"),
+                    (np.array([-3e4, -3e4 - 8.0], dtype=np.float16),
+                     "softmax(np.array([-30000., -30008.], dtype=np.float16)), very negative")):
+        got = run(x, -1, case)
+        c.finite(got, "the result", case,
+                 hint=half + "exp(12) = 162755 overflows (the largest float16 is 65504) and "
+                      "exp(-30000) underflows to 0; subtracting the maximum keeps every "
+                      "exponential <= 1 and the largest at 1")
+        close(got, x, -1, case, hint=stability)
+
+    # A long float16 sum stalls (above 2048, adding 1 changes nothing): computed in float16 the
+    # weights come out too large, by far more than float16's rounding. Compared relatively.
+    x = np.zeros((3000, 2), dtype=np.float16)
+    x[:, 1] = np.linspace(-2.0, 2.0, 3000)
+    case = ("softmax(x, axis=0) for x = np.zeros((3000, 2), dtype=np.float16) with "
+            "x[:, 1] = np.linspace(-2, 2, 3000): 3,000 weights per column")
+    got = run(x, 0, case)
+    want = ref.softmax(x, axis=0).astype(np.float64)
+    if not np.allclose(got, want, rtol=4e-3, atol=1e-7):
+        c.fail("the result is not right", case=case, expected=want, got=got,
+               hint="compute float16 input in float32 (x.astype(np.float32)) and convert the "
+                    "result back: summed in float16, 3,000 exponentials stall near 2048, where "
+                    "adding 1 rounds back to the same number (lesson 01's bfloat16 sum that "
+                    "stalled at 4.0)")
+    c.ok()
     c.done()
 
 
@@ -129,10 +176,15 @@ def attention_hint(q, k, weights, mask=None):
     return None
 
 
+@checker
 def check_attention(fn):
-    """Check attention(q, k, v, mask=None) -> (output, weights) against the reference."""
+    """Check attention(q, k, v, mask=None) -> (output, weights) against the reference.
+
+    Any T, S and batch axes, to float64's precision; the course's attention and torch's fused
+    kernel are off limits (a softmax, the learner's or ref.softmax, is not).
+    """
     __tracebackhide__ = True
-    c = Checker("attention", fn)
+    c = Checker("attention", fn, forbidden=ATTENTIONS)
 
     def run(q, k, v, case, mask=None, crash_hint=None):
         __tracebackhide__ = True
@@ -151,8 +203,16 @@ def check_attention(fn):
         c.finite(w, "weights", case, hint="use a stable softmax (subtract the maximum first)")
         if not matches(w, want_w):
             hint = attention_hint(q, k, w, mask) or "weights = softmax(q @ k^T / sqrt(d_k) + mask)"
+            if w.shape == want_w.shape and np.allclose(w, want_w, atol=1e-3):
+                hint = ("keep full precision: the weights are checked to float64's precision, "
+                        "so do not round them (printing rounds for you)")
             c.fail("the attention weights are not right", case=case, expected=want_w, got=w, hint=hint)
-        c.close(out, want_out, "output", case, hint="output = weights @ v (values, not keys)")
+        precision = ("compute in the inputs' dtype, float64, without rounding: the result is "
+                     "checked to float64's precision")
+        c.close(w, want_w, "weights", case, hint=precision, input_dtype=q.dtype)
+        c.close(out, want_out, "output", case, input_dtype=q.dtype,
+                hint="output = weights @ v (values, not keys)" if not matches(out, want_out)
+                else precision)
 
     q = np.array([[1.0, 0.0]])
     run(q, _KEYS, _VALUES, "the lesson's example: q = [[1, 0]], keys and values from the lesson")
@@ -181,19 +241,39 @@ def check_attention(fn):
 
     q, k, v = random_qkv(3, T=2, S=3, D=2, Dv=2)
     run(q * 100, k * 100, v, "large scores: q and k scaled by 100")
+
+    q, k, v = random_qkv(4, T=6, S=2, D=3, Dv=4)
+    run(q, k, v, "more queries than keys: q (6, 3), k (2, 3), v (2, 4)")
+
+    q, k, v = random_qkv(5, T=9, S=12, D=6, Dv=3, lead=(2, 3))
+    run(q, k, v, "longer and two batch axes: q (2, 3, 9, 6), k (2, 3, 12, 6), v (2, 3, 12, 3)",
+        crash_hint="work on the last two axes only: np.swapaxes(k, -1, -2), and nothing that "
+                   "assumes a length or a number of batch axes")
+
+    q, k, v = random_qkv(6, T=11, S=11, D=5, Dv=2, lead=(3,))
+    run(q, k, v, "a batch with one mask for all: q, k (3, 11, 5), v (3, 11, 2), "
+        "mask=causal_mask(11)", mask=ref.causal_mask(11),
+        crash_hint="add the (T, S) mask to the (..., T, S) scores: it broadcasts over the batch")
     c.done()
 
 
+@checker
 def check_attention_steps(fn):
-    """Check attention_steps(q, keys, values) -> dict of scores, scaled, weights, output."""
+    """Check attention_steps(q, keys, values) -> dict of scores, scaled, weights, output.
+
+    Any number of keys and any width, to float64's precision; the softmax is by hand (the
+    course's, torch's and the course's attention are off limits).
+    """
     __tracebackhide__ = True
-    c = Checker("attention_steps", fn)
+    c = Checker("attention_steps", fn, forbidden={**SOFTMAXES, **ATTENTIONS})
     rng = np.random.default_rng(0)
     cases = [
         (np.array([1.0, 0.0]), _KEYS, _VALUES, "q = [1, 0] with the lesson's keys and values"),
         (np.array([0.0, 1.0]), _KEYS, _VALUES, "q = [0, 1] with the lesson's keys and values"),
         (np.array([2.0, -1.0, 0.5]), rng.normal(size=(4, 3)), rng.normal(size=(4, 2)),
          "q = [2, -1, 0.5] with 4 random keys of width 3 and values of width 2"),
+        (rng.normal(size=6), rng.normal(size=(9, 6)), rng.normal(size=(9, 5)),
+         "a random q of width 6 with 9 random keys and values of width 5"),
     ]
     stages = ("scores", "scaled", "weights", "output")
     for q, keys, values, case in cases:
@@ -202,6 +282,11 @@ def check_attention_steps(fn):
             c.fail("expected a dict with the keys " + ", ".join(repr(s) for s in stages), case=case,
                    got=sorted(got) if isinstance(got, dict) else type(got).__name__,
                    hint="return dict(scores=..., scaled=..., weights=..., output=...)")
+        for s in stages:
+            if isinstance(got[s], np.ndarray) and got[s].dtype in (np.float32, np.float16):
+                c.fail(f"'{s}' is {got[s].dtype}, from float64 inputs", case=case,
+                       hint="compute in the inputs' dtype, float64: the steps are checked to "
+                            "float64's precision")
         got = {s: np.asarray(c.array(np.asarray(got[s], dtype=float), s, case)) for s in stages}
         d_k = len(q)
         scores = keys @ q
@@ -229,7 +314,10 @@ def check_attention_steps(fn):
         if matches(got["output"], want["weights"] @ keys):
             hints["output"] = "the output mixes the values, not the keys: weights @ values"
         for s in stages:
-            c.close(got[s], want[s], f"'{s}'", case, hint=hints[s], atol=1e-3)
+            if got[s].shape == want[s].shape and np.allclose(got[s], want[s], atol=1e-3):
+                hints[s] = ("keep full precision: the steps are checked to float64's precision, "
+                            "so do not round them (printing rounds for you)")
+            c.close(got[s], want[s], f"'{s}'", case, hint=hints[s], input_dtype=np.float64)
     c.done()
 
 

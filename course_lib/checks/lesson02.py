@@ -2,19 +2,28 @@
 import numpy as np
 
 from course_lib import attention as ref
-from course_lib.checks.core import Checker, pair, random_qkv
-from course_lib.checks.lesson01 import attention_hint, swapped
+from course_lib.checks.core import Checker, checker, pair, random_qkv
+from course_lib.checks.lesson01 import ATTENTIONS, attention_hint, swapped
+
+_TABLE = ("build the mask from T on every call: a table of fixed size, sliced with [:T, :T], is "
+          "too small for a longer sequence (a model's context is set by its config, not by the "
+          "examples you tried)")
 
 
+@checker
 def check_causal_mask(fn):
-    """Check causal_mask(T): a (T, T) float array, 0 where j <= i and -inf where j > i."""
+    """Check causal_mask(T): a (T, T) float array, 0 where j <= i and -inf where j > i, for any T."""
     __tracebackhide__ = True
-    c = Checker("causal_mask", fn)
-    for T in (1, 2, 4, 5):
+    c = Checker("causal_mask", fn, forbidden={"course_lib's causal_mask (ref.causal_mask)":
+                                              ref.causal_mask})
+    for T in (1, 2, 4, 5, 9, 16, 300):
         case = f"causal_mask({T})"
-        got = c.array(c.call(T, case=case), "the mask", case)
+        got = c.array(c.call(T, case=case, crash_hint=_TABLE if T > 8 else None), "the mask", case)
         want = ref.causal_mask(T)
-        c.shape(got, (T, T), "the mask", case, hint="one row per query i, one column per key j")
+        shape_hint = "one row per query i, one column per key j"
+        if T > 8 and got.ndim == 2 and got.shape[0] == got.shape[1] and got.shape[0] < T:
+            shape_hint = _TABLE
+        c.shape(got, (T, T), "the mask", case, hint=shape_hint)
         if got.dtype == bool:
             c.fail("the mask is boolean", case=case, expected=want, got=got,
                    hint="return the additive float mask: 0.0 where allowed, -np.inf where "
@@ -51,10 +60,14 @@ def check_causal_mask(fn):
     c.done()
 
 
+@checker
 def check_masked_attention(fn):
-    """Check masked_attention(q, k, v) -> (output, weights): causal self-attention."""
+    """Check masked_attention(q, k, v) -> (output, weights): causal self-attention, any T.
+
+    The course's attention and torch's fused kernel are off limits (ref.softmax is allowed).
+    """
     __tracebackhide__ = True
-    c = Checker("masked_attention", fn)
+    c = Checker("masked_attention", fn, forbidden=ATTENTIONS)
     q, k, v = random_qkv(0, T=4, S=4, D=3, Dv=2)
     case = "random q (4, 3), k (4, 3), v (4, 2)"
     shapes = ("the mask must be (T, T) with T = q.shape[-2], the number of positions; print the "
@@ -76,13 +89,15 @@ def check_masked_attention(fn):
     if not np.allclose(w.sum(axis=-1), 1.0):
         c.fail("the weights of each position do not sum to 1", case=case,
                expected=np.ones(4), got=w.sum(axis=-1),
-               hint="apply the mask to the scores before the softmax, not to the weights "
-                    "after it, so the visible weights are renormalised")
+               hint=_precision(w, want_w) or
+               "apply the mask to the scores before the softmax, not to the weights "
+               "after it, so the visible weights are renormalised")
     c.close(out[0], v[0], "the first position's output", case,
             hint="position 0 sees only itself, so its output must be exactly v[0]")
     c.close(w, want_w, "weights", case, hint=attention_hint(q, k, w, ref.causal_mask(4)) or
-            "weights = softmax(q @ k^T / sqrt(d_k) + causal mask)")
-    c.close(out, want_out, "output", case, hint="output = weights @ v")
+            _precision(w, want_w) or "weights = softmax(q @ k^T / sqrt(d_k) + causal mask)",
+            input_dtype=q.dtype)
+    c.close(out, want_out, "output", case, hint="output = weights @ v", input_dtype=q.dtype)
 
     q2, k2, v2 = q.copy(), k.copy(), v.copy()
     q2[-1], k2[-1], v2[-1] = 50.0, -50.0, 99.0
@@ -98,8 +113,30 @@ def check_masked_attention(fn):
                   "and take T from q.shape[-2], so the (T, T) mask broadcasts over the batch")
     out, w = pair(c, c.call(q, k, v, case=case, crash_hint=batch_hint), case, "output, weights")
     want_out, want_w = ref.attention(q, k, v, ref.causal_mask(3))
-    c.close(c.array(out, "output", case), want_out, "output", case, hint=batch_hint)
+    c.close(c.array(out, "output", case), want_out, "output", case, hint=batch_hint,
+            input_dtype=q.dtype)
+
+    for seed, T, lead in ((2, 12, (3,)), (3, 130, ())):
+        q, k, v = random_qkv(seed, T=T, S=T, D=4, Dv=3, lead=lead)
+        case = (f"a longer sequence: q, k {(*lead, T, 4)}, v {(*lead, T, 3)}, longer than any "
+                f"example before it")
+        out, w = pair(c, c.call(q, k, v, case=case, crash_hint=_TABLE), case, "output, weights")
+        out, w = c.array(out, "output", case), c.array(w, "weights", case)
+        want_out, want_w = ref.attention(q, k, v, ref.causal_mask(T))
+        c.shape(w, want_w.shape, "weights", case, hint=_TABLE)
+        c.close(w, want_w, "weights", case, input_dtype=q.dtype,
+                hint=attention_hint(q, k, w, ref.causal_mask(T)) or
+                "weights = softmax(q @ k^T / sqrt(d_k) + causal mask), the mask built for this T")
+        c.close(out, want_out, "output", case, hint="output = weights @ v", input_dtype=q.dtype)
     c.done()
+
+
+def _precision(got, want):
+    """A hint when `got` is right but for rounding (float32, or rounded to a few decimals)."""
+    if got.shape == want.shape and np.allclose(got, want, atol=1e-3):
+        return ("compute in the inputs' dtype, float64, without rounding: the result is "
+                "checked to float64's precision")
+    return None
 
 
 # Layers for check_future_leak: each maps x (T, C) to (T, C) and reads the future or not.
@@ -135,8 +172,37 @@ def _tiny_leak(x):
     return _prefix_mean(x) + 1e-9 * x[-1].sum()
 
 
+def _one_feature_ahead(x):
+    """Row t's feature 0 adds feature 2 of row t + 1: a leak through one feature only."""
+    out = _prefix_mean(x)
+    out[:-1, 0] += x[1:, 2]
+    return out
+
+
+def _order_ahead(x):
+    """Row t adds the rank of each feature within row t + 1: it reads only the order of the
+    next row's features, which adding the same number to all of them leaves exactly as it is."""
+    out = _prefix_mean(x)
+    out[:-1] += np.argsort(np.argsort(x[1:], axis=-1), axis=-1)
+    return out
+
+
+def _perturbed(x, k, change=None):
+    """A copy of x whose rows k onward are changed: by random amounts, or by `change`."""
+    changed = x.copy()
+    rows = changed[k:]
+    rows += np.random.default_rng(7).normal(size=rows.shape) if change is None else change
+    return changed
+
+
+@checker
 def check_future_leak(fn):
-    """Check future_leak(layer, x, k): which positions t < k see a change in x[k:]."""
+    """Check future_leak(layer, x, k): which positions t < k see a change in x[k:].
+
+    The answer is a (k,) NumPy array of dtype bool; the layers leak through any feature,
+    by very little, and through the order of a row's features, which a shift of all of them
+    by the same amount hides.
+    """
     __tracebackhide__ = True
     c = Checker("future_leak", fn)
     x = np.random.default_rng(0).normal(size=(6, 5))   # T = 6 positions, C = 5 features
@@ -146,6 +212,8 @@ def check_future_leak(fn):
         (_two_ahead, 3, "a layer where row t reads row t + 2"),
         (_cancelling, 2, "a layer whose columns 0 and 1 change by +d and -d"),
         (_tiny_leak, 4, "a layer that leaks 1e-9 times the last row"),
+        (_one_feature_ahead, 3, "a layer where row t reads feature 2 of row t + 1"),
+        (_order_ahead, 4, "a layer where row t reads the order of row t + 1's features"),
         (_prefix_mean, 0, "the causal layer with k = 0"),
         (_prefix_mean, 6, "the causal layer with k = T = 6"),
     ]
@@ -162,17 +230,21 @@ def check_future_leak(fn):
     c.done()
 
 
-def _leaks(layer, x, k):
-    changed = x.copy()
-    changed[k:] = changed[k:] + 1.0
-    return np.any(layer(x)[:k] != layer(changed)[:k], axis=-1)
+def _leaks(layer, x, k, change=None):
+    return np.any(layer(x)[:k] != layer(_perturbed(x, k, change))[:k], axis=-1)
 
 
 def _booleans(c, got, k, shape, case):
-    """The learner's answer as a (k,) boolean array, or feedback about its shape or type."""
+    """The learner's answer as a (k,) boolean NumPy array, or feedback about its shape or type."""
     __tracebackhide__ = True
     if hasattr(got, "detach"):
-        got = got.detach().cpu().numpy()
+        c.fail("expected a NumPy array, got a torch tensor", case=case,
+               hint="the layer maps NumPy arrays, so stay in NumPy: compare with != and reduce "
+                    "with np.any(..., axis=-1), which gives a boolean NumPy array")
+    if not isinstance(got, (np.ndarray, np.bool_, bool)):
+        c.fail("expected a NumPy array of booleans", case=case, got=type(got).__name__,
+               hint="build it with NumPy (np.any(a[:k] != b[:k], axis=-1)), or wrap a list "
+                    "of booleans in np.array(...)")
     got = np.asarray(got)
     if got.shape != (k,):
         hint = ("return one boolean for each position before k, e.g. "
@@ -185,11 +257,12 @@ def _booleans(c, got, k, shape, case):
             hint += "reduce over the features, the last axis, so each position gives one answer"
         c.fail("the answer has the wrong shape", case=case, expected=(k,), got=got.shape,
                hint=hint)
-    if got.dtype != bool and not (np.issubdtype(got.dtype, np.integer) and np.isin(got, (0, 1)).all()):
-        c.fail("expected booleans", case=case, got=got,
+    if got.dtype != bool:
+        c.fail("expected booleans", case=case, expected="dtype bool", got=f"dtype {got.dtype}",
                hint="True where the position's output changed, False where it stayed the same: "
-                    "compare with != and reduce with np.any")
-    return got.astype(bool)
+                    "compare with != and reduce with np.any, and keep the booleans (no "
+                    ".astype(int), no 0/1): the exercise asks for dtype bool")
+    return got
 
 
 def _leak_hint(got, want, layer, x, k):
@@ -208,6 +281,13 @@ def _leak_hint(got, want, layer, x, k):
     if layer is _cancelling:
         return ("compare every entry (np.any(a != b, axis=-1)): summing the differences lets a "
                 "rise in one feature cancel a fall in another")
+    if layer is _one_feature_ahead:
+        return ("change every feature of the rows from k on, not one column: a layer may read "
+                "the future through any feature")
+    if layer is _order_ahead:
+        return ("change the rows from k on by different amounts in different features (random "
+                "values, say): a layer may read only how a row's features compare, and adding "
+                "the same number to all of them changes nothing it sees")
     if 0 < k < len(x):
         only_k = x.copy()
         only_k[k] = only_k[k] + 1.0

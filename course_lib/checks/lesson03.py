@@ -6,10 +6,21 @@ the mistake that explains a wrong result.
 """
 import math
 
+import numpy as np
 import torch
+import torch.nn.functional as F
 
 from course_lib import attention as ref
-from course_lib.checks.core import Checker, matches
+from course_lib.checks.core import Checker, Watch, checker, gradients_flow, matches, torch_error
+
+# The course's own versions, and torch's, of what the exercises ask for.
+_SPLIT = {"course_lib's split_heads (ref.split_heads)": ref.split_heads}
+_MERGE = {"course_lib's merge_heads (ref.merge_heads)": ref.merge_heads}
+_MHA = {"course_lib's multi_head_attention": ref.multi_head_attention,
+        "course_lib's MultiHeadAttention": ref.MultiHeadAttention.forward,
+        "course_lib's scaled_dot_product_attention": ref.scaled_dot_product_attention,
+        "F.scaled_dot_product_attention": F.scaled_dot_product_attention,
+        "torch.nn.MultiheadAttention": F.multi_head_attention_forward}
 
 
 _DTYPE_HINT = ("keep the input's dtype, float32: a tensor made from NumPy (torch.from_numpy) is "
@@ -21,8 +32,11 @@ _DTYPE_HINT = ("keep the input's dtype, float32: a tensor made from NumPy (torch
 def _call(c, *args, case, crash_hint):
     """c.call, with the float64/float32 clash named when that is what crashed."""
     __tracebackhide__ = True
+    c.last_case = case
+    watch = Watch(c.forbidden)
     try:
-        return c.fn(*args)
+        with watch:
+            result = c.fn(*args)
     except NotImplementedError:
         raise
     except Exception as e:  # the learner's bug, reported as feedback rather than a traceback
@@ -30,6 +44,11 @@ def _call(c, *args, case, crash_hint):
         clash = any(word in message for word in ("Double", "double", "float64"))
         c.fail(f"your function raised {type(e).__name__}: {e}", case=case,
                hint=_DTYPE_HINT if clash else crash_hint)
+    if watch.called:
+        c.fail(f"your function calls {watch.called}, which this exercise asks you not to use",
+               case=case, hint=f"build it from tensor operations, as the exercise describes: "
+                               f"{watch.called} does the whole job")
+    return result
 
 
 def _tensor(c, value, what, case, dtype=torch.float32):
@@ -80,10 +99,37 @@ def split_hint(x, H, got):
     return None
 
 
-def check_split_heads(fn):
-    """Check split_heads(x, n_heads): (B, T, C) -> (B, H, T, D), head h holding channels h*D..(h+1)*D-1."""
+_GRAD_HINT = ("keep the result connected to x: .detach(), .numpy(), torch.tensor(...) or "
+              "torch.no_grad() cut the graph, and the model's weights before this step could "
+              "not be trained; view, transpose and reshape keep it")
+
+
+def _gradient(c, fn, x, *args, case, want_grad):
+    """The learner's fn(x, *args) must pass a gradient back to x equal to `want_grad`."""
     __tracebackhide__ = True
-    c = Checker("split_heads", fn)
+    x = x.detach().clone().requires_grad_(True)
+    out = c.call(x, *args, case=case)
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        c.fail("no gradient flows back through your function", case=case, hint=_GRAD_HINT)
+    weight = torch.arange(out.numel(), dtype=out.dtype).reshape(out.shape)
+    try:
+        (out * weight).sum().backward()
+    except Exception as e:  # the learner's graph, reported as feedback rather than a traceback
+        c.fail(f"the backward pass through your function failed: {type(e).__name__}: "
+               f"{torch_error(e)}", case=case, hint=_GRAD_HINT)
+    if x.grad is None or not torch.equal(x.grad, want_grad):
+        c.fail("the gradient that reaches x is not right", case=case, hint=_GRAD_HINT)
+    c.ok()
+
+
+@checker
+def check_split_heads(fn):
+    """Check split_heads(x, n_heads): (B, T, C) -> (B, H, T, D), head h holding channels h*D..(h+1)*D-1.
+
+    The result stays connected to x for gradients (not detached); ref.split_heads is off limits.
+    """
+    __tracebackhide__ = True
+    c = Checker("split_heads", fn, forbidden=_SPLIT)
     for B, T, H, D in ((2, 5, 3, 4), (3, 2, 5, 6), (1, 4, 1, 7)):
         C = H * D
         x = _arange(B, T, C)
@@ -105,6 +151,10 @@ def check_split_heads(fn):
         c.close(got, want, "the result", case,
                 hint=split_hint(x, H, got) or
                 f"head h, position t must hold x[b, t, h*D:(h+1)*D] (here D = {D})")
+    x = _arange(2, 5, 12)
+    case = "x = torch.arange(120.).reshape(2, 5, 12) requiring grad, n_heads=3: the gradient"
+    weight = torch.arange(120.0).reshape(2, 3, 5, 4)
+    _gradient(c, fn, x, 3, case=case, want_grad=ref.merge_heads(weight))
     c.done()
 
 
@@ -135,10 +185,14 @@ def merge_hint(y, got):
     return None
 
 
+@checker
 def check_merge_heads(fn):
-    """Check merge_heads(x): (B, H, T, D) -> (B, T, H * D), the inverse of split_heads."""
+    """Check merge_heads(x): (B, H, T, D) -> (B, T, H * D), the inverse of split_heads.
+
+    The result stays connected to x for gradients; ref.merge_heads is off limits.
+    """
     __tracebackhide__ = True
-    c = Checker("merge_heads", fn)
+    c = Checker("merge_heads", fn, forbidden=_MERGE)
     crash = ("after .transpose the tensor is no longer contiguous in memory, so .view cannot "
              "regroup it: use .reshape (or .contiguous().view)")
     for B, H, T, D in ((2, 3, 5, 4), (3, 5, 2, 6)):
@@ -157,6 +211,10 @@ def check_merge_heads(fn):
     got = _tensor(c, c.call(ref.split_heads(x, 4), case=case, crash_hint=crash), "the result", case)
     c.close(got, x.double().numpy(), "the round trip", case,
             hint="merge_heads must undo split_heads exactly: transpose(1, 2), then reshape")
+    y = _arange(2, 3, 5, 4)
+    case = "x = torch.arange(120.).reshape(2, 3, 5, 4) requiring grad: the gradient"
+    weight = torch.arange(120.0).reshape(2, 5, 12)
+    _gradient(c, fn, y, case=case, want_grad=ref.split_heads(weight, 3))
     c.done()
 
 
@@ -228,19 +286,63 @@ def _weights(seed, B, T, H, D):
     return x, w_qkv, w_proj
 
 
-def check_multi_head_attention(fn):
-    """Check multi_head_attention(x, w_qkv, w_proj, n_heads) -> (B, T, C): causal multi-head self-attention."""
+_HALF_HINT = ("compute in float32 (x.float(), w_qkv.float(), w_proj.float()) and return the "
+              "input's dtype (.to(x.dtype)): in float16 a score past 65504 is inf and the "
+              "softmax NaN, lesson 01's pitfall; float32 keeps the scores and their sums exact")
+
+
+def _half_precision(c, fn):
+    """float16 inputs whose scores overflow float16, and bfloat16: computed in float32, returned in half."""
     __tracebackhide__ = True
-    c = Checker("multi_head_attention", fn)
+    for dtype, scale in ((torch.float16, 200.0), (torch.bfloat16, 1.0)):
+        x, w_qkv, w_proj = _weights(10, 2, 6, 2, 4)
+        x, w_qkv, w_proj = (x * scale).to(dtype), w_qkv.to(dtype), w_proj.to(dtype)
+        name = str(dtype).replace("torch.", "")
+        case = (f"random x (2, 6, 8), w_qkv (24, 8), w_proj (8, 8), n_heads=2, all in {name}"
+                + (f", x scaled by {scale:g} so that q @ k^T passes float16's 65504" if scale > 1 else ""))
+        got = _call(c, x, w_qkv, w_proj, 2, case=case, crash_hint=_HALF_HINT)
+        if not isinstance(got, torch.Tensor):
+            c.fail(f"the output should be a torch tensor, got {type(got).__name__}", case=case,
+                   hint="return the output tensor")
+        if got.dtype != dtype:
+            c.fail("the output has the wrong dtype", case=case, expected=name,
+                   got=str(got.dtype).replace("torch.", ""), hint=_HALF_HINT)
+        got = got.detach().double().numpy()
+        c.shape(got, (2, 6, 8), "the output", case, hint="the output has the input's shape (B, T, C)")
+        c.finite(got, "the output", case, hint=_HALF_HINT)
+        want = _mha_variant(x, w_qkv, w_proj, 2)
+        tol = _HALF_TOLERANCE[dtype]
+        if not np.allclose(got, want, rtol=tol, atol=tol * np.abs(want).max()):
+            c.fail("the output is not right", case=case, expected=want, got=got,
+                   hint=mha_hint(x, w_qkv, w_proj, 2, got) or _HALF_HINT)
+        c.ok()
+
+
+_HALF_TOLERANCE = {torch.float16: 4e-3, torch.bfloat16: 3e-2}
+
+
+@checker
+def check_multi_head_attention(fn):
+    """Check multi_head_attention(x, w_qkv, w_proj, n_heads) -> (B, T, C): causal multi-head self-attention.
+
+    Any T (longer than the examples too); float16 and bfloat16 computed in float32 and returned
+    in their own dtype; gradients reach x and both weights, equal to the reference's; the
+    course's attention modules and torch's are off limits.
+    """
+    __tracebackhide__ = True
+    c = Checker("multi_head_attention", fn, forbidden=_MHA)
     crash = ("w_qkv is (3C, C) in nn.Linear's convention: x @ w_qkv.T gives (B, T, 3C); cut it "
              "into q, k, v with .chunk(3, dim=-1), split each into heads (B, H, T, D), and print "
              "the shapes as you go")
-    for seed, (B, T, H, D) in enumerate(((2, 5, 3, 4), (1, 7, 2, 3), (3, 4, 1, 6))):
+    for seed, (B, T, H, D) in enumerate(((2, 5, 3, 4), (1, 7, 2, 3), (3, 4, 1, 6), (2, 11, 2, 4))):
         C = H * D
         x, w_qkv, w_proj = _weights(seed, B, T, H, D)
         case = (f"random x ({B}, {T}, {C}), w_qkv ({3 * C}, {C}), w_proj ({C}, {C}), "
                 f"n_heads={H} (so D={D})")
-        got = _tensor(c, _call(c, x, w_qkv, w_proj, H, case=case, crash_hint=crash), "the output", case)
+        hint = crash if T <= 8 else ("build the causal mask for this T, torch.full((T, T), "
+                                     "float('-inf')).triu(1): a mask of fixed size sliced with "
+                                     "[:T, :T] is too small for a longer sequence")
+        got = _tensor(c, _call(c, x, w_qkv, w_proj, H, case=case, crash_hint=hint), "the output", case)
         c.shape(got, (B, T, C), "the output", case,
                 hint="the output has the input's shape (B, T, C): merge the heads back to width C "
                      "and project with w_proj")
@@ -264,6 +366,13 @@ def check_multi_head_attention(fn):
                                 "softmax(q @ k^T / sqrt(D) + causal mask) @ v per head; merge; "
                                 "@ w_proj.T")
         c.ok()
+    _half_precision(c, fn)
+    x, w_qkv, w_proj = _weights(9, 2, 5, 3, 4)
+    case = ("random x (2, 5, 12), w_qkv (36, 12), w_proj (12, 12) requiring grad, n_heads=3: "
+            "the gradients")
+    gradients_flow(c, fn, (x, w_qkv, w_proj), ("x", "w_qkv", "w_proj"),
+                   lambda x, w_qkv, w_proj, H: ref.multi_head_attention(x, w_qkv, w_proj, H),
+                   case, extra=(3,))
     c.done()
 
 
