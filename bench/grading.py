@@ -23,7 +23,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from course_lib import grading  # noqa: E402
+from course_lib.grading import gradebook  # noqa: E402
 from course_lib.exercises import exercises  # noqa: E402
 
 from answers import REFERENCE, WRONG  # noqa: E402
@@ -48,7 +48,7 @@ def make_class(folder, learners, lessons):
 def machine():
     load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
     import torch
-    return (f"{platform.machine()}, {grading.cores()} cores available to this process, "
+    return (f"{platform.machine()}, {gradebook.cores()} cores available to this process, "
             f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
             f"torch {torch.__version__}; load average before: {load[0]:.1f}")
 
@@ -63,14 +63,14 @@ def main(argv=None):
     if args.lessons:
         wanted = args.lessons.split(",")
         lessons = [p for p in lessons if p.name[:2] in wanted]
-    jobs = args.jobs or grading.cores()
+    jobs = args.jobs or gradebook.cores()
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as tmp:
         make_class(Path(tmp) / "class", args.learners, lessons)
         n = args.learners * len(lessons)
         start, cpu = time.monotonic(), os.times()
         log = []
-        rows, problems = grading.grade_class(
+        rows, problems = gradebook.grade_class(
             Path(tmp) / "class", Path(tmp) / "grades", jobs=jobs, html=True, log=log.append)
         warnings = [line for line in log if line.startswith("WARNING")]
         seconds = time.monotonic() - start

@@ -15,7 +15,7 @@ import time
 import nbformat
 import pytest
 
-from course_lib import grading
+from course_lib.grading import cli, feedback, gradebook, graded_copy, lessons, plugin, run, verdicts
 from course_lib.exercises import exercises, tags
 
 from answers import REFERENCE, WRONG
@@ -183,18 +183,18 @@ def graded_class(tmp_path_factory):
     subprocess.run([sys.executable, "-c", "import matplotlib.pyplot, torch, course_lib.model"],
                    check=True)
     submitted = folder_hash(folder)
-    instructor = grading.tree_hash(ROOT)
+    instructor = graded_copy.tree_hash(ROOT)
     log = []
 
     def record(line):  # what the gradebook holds each time a notebook finishes
         rows = list(csv.DictReader((out / "gradebook.csv").open()))
         log.append((line, len(rows)))
 
-    rows, problems = grading.grade_class(folder, out, jobs=2, roster=roster, cell_timeout=TIMEOUT,
+    rows, problems = gradebook.grade_class(folder, out, jobs=2, roster=roster, cell_timeout=TIMEOUT,
                                          notebook_timeout=240, memory_gib=3, log=record)
     keep_log(out / "grading.log")
     return dict(folder=folder, out=out, rows=rows, problems=problems, log=log, roster=roster,
-                changed=grading.changed(instructor, grading.tree_hash(ROOT)),
+                changed=graded_copy.changed(instructor, graded_copy.tree_hash(ROOT)),
                 submissions_changed=folder_hash(folder) != submitted)
 
 
@@ -323,14 +323,14 @@ def test_every_not_run_is_logged_with_its_reason_and_pytests_output(graded_class
 
 
 def _fails_to_start_once(monkeypatch):
-    real, calls = grading._run_copy, []
+    real, calls = run._run_copy, []
 
     def run_copy(*args, **kwargs):
         calls.append(args)
         if len(calls) == 1:
-            return grading.Run({}, start_failure="the machine was too slow to start the kernel (test)")
+            return run.Run({}, start_failure="the machine was too slow to start the kernel (test)")
         return real(*args, **kwargs)
-    monkeypatch.setattr(grading, "_run_copy", run_copy)
+    monkeypatch.setattr(run, "_run_copy", run_copy)
     return calls
 
 
@@ -338,7 +338,7 @@ def test_a_kernel_that_did_not_start_is_started_again_once_and_it_says_so(tmp_pa
     path = tmp_path / LESSON
     nbformat.write(fill(blank(), REFERENCE), path)
     calls = _fails_to_start_once(monkeypatch)
-    graded = grading.grade(path, cell_timeout=TIMEOUT)
+    graded = run.grade(path, cell_timeout=TIMEOUT)
     assert len(calls) == 2
     assert [r.status for r in graded.results] == ["passed"] * N_EXERCISES, graded.log
     assert graded.retried == ("graded on a second try: on the first, the machine was too slow to "
@@ -349,7 +349,7 @@ def test_a_kernel_that_did_not_start_is_started_again_once_and_it_says_so(tmp_pa
 def test_a_kernel_that_cannot_start_at_all_is_not_run_with_the_reason(tmp_path):
     path = tmp_path / LESSON
     nbformat.write(fill(blank(), REFERENCE), path)
-    graded = grading.grade(path, startup_timeout=0.01)
+    graded = run.grade(path, startup_timeout=0.01)
     assert len(graded.results) == N_EXERCISES
     for result in graded.results:
         assert result.status == "not run"
@@ -365,7 +365,7 @@ def test_a_notebook_past_its_time_limit_is_stopped(tmp_path):
     path = tmp_path / LESSON
     nbformat.write(with_cell(fill(blank(), REFERENCE), "import time\ntime.sleep(60)", at=1), path)
     start = time.monotonic()
-    results = grading.grade(path, cell_timeout=120, notebook_timeout=15).results
+    results = run.grade(path, cell_timeout=120, notebook_timeout=15).results
     assert len(results) == N_EXERCISES
     for result in results:
         assert result.status == "not run"
@@ -411,7 +411,7 @@ def test_gradebook_summary_and_feedback_files(graded_class):
     rows = list(csv.DictReader((out / "gradebook.csv").open()))
     assert list(rows[0])[:7] == ["learner", "lesson", "exercise", "points", "max_points", "status",
                                  "feedback"]
-    assert {r["status"] for r in rows} <= set(grading.STATUSES)
+    assert {r["status"] for r in rows} <= set(gradebook.STATUSES)
     # a row per exercise for each learner whose notebook ran, for the renamed and the unreadable
     # notebook, and for zoe's, nobody's and the misnamed learner's missing lesson 00; one row for
     # the misnamed notebook itself
@@ -433,7 +433,7 @@ def test_a_rerun_grades_only_what_changed(graded_class, tmp_path):
     folder, out = graded_class["folder"], graded_class["out"]
     nbformat.write(fill(blank(), REFERENCE), folder / "blank" / LESSON)
     log = []
-    rows, _ = grading.grade_class(folder, out, jobs=2, roster=graded_class["roster"], cell_timeout=TIMEOUT,
+    rows, _ = gradebook.grade_class(folder, out, jobs=2, roster=graded_class["roster"], cell_timeout=TIMEOUT,
                                   notebook_timeout=240, memory_gib=3, log=log.append, html=False)
     ran = [line for line in log if line.startswith("[")]
     cheap = ("renamed/", "misnamed/", "unreadable/")  # no kernel: checked again each time
@@ -448,19 +448,19 @@ def test_the_learners_own_pytest_run_gives_the_same_verdict(tmp_path):
     path = tmp_path / LESSON
     nbformat.write(wrong(), path)
     keep = tmp_path / "graded"
-    graded = grading.grade(path, keep=keep)
+    graded = run.grade(path, keep=keep)
     result = next(r for r in graded.results if r.exercise == EXERCISE)
     assert result.status == "failed" and UNSHIFTED.hint in result.feedback
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    run = subprocess.run([sys.executable, "-m", "pytest", "notebooks/"], cwd=keep, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 1
-    assert f"{EXERCISE}: failed (0/1)  {result.feedback.splitlines()[0]}" in run.stdout
+    rerun = subprocess.run([sys.executable, "-m", "pytest", "notebooks/"], cwd=keep, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 1
+    assert f"{EXERCISE}: failed (0/1)  {result.feedback.splitlines()[0]}" in rerun.stdout
 
 
 def test_single_notebook_command(tmp_path, capsys):
     missing = tmp_path / "nowhere.ipynb"
-    assert grading.main([str(missing)]) == 2
+    assert cli.main([str(missing)]) == 2
     assert "there is no notebook" in capsys.readouterr().err
 
 
@@ -469,7 +469,7 @@ def test_an_empty_or_missing_class_folder_is_a_message_not_a_traceback(tmp_path,
     folder = tmp_path / "class"
     if make == "empty":
         folder.mkdir()
-    assert grading.main([str(folder), "--class", "--out", str(tmp_path / "out")]) == 2
+    assert cli.main([str(folder), "--class", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and ("no class folder" in err or "is empty" in err)
 
@@ -479,8 +479,8 @@ def test_an_empty_or_missing_class_folder_is_a_message_not_a_traceback(tmp_path,
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
 def test_graded_copy_of_each_lesson_puts_each_check_right_after_its_exercise(lesson, tmp_path):
     nb = read(ROOT / "exercises" / lesson.name)
-    found = grading.lesson_exercises(read(lesson))
-    copy, placements = grading.graded_copy(nb, read(lesson), found, tmp_path)
+    found = lessons.lesson_exercises(read(lesson))
+    copy, placements = graded_copy.graded_copy(nb, read(lesson), found, tmp_path)
     code = [c for c in copy.cells if c.cell_type == "code"]
     for p, (name, i, _) in zip(placements, exercises(nb)):
         assert p.exercise == name
@@ -496,7 +496,7 @@ def test_graded_copy_of_each_lesson_puts_each_check_right_after_its_exercise(les
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
 def test_each_checker_prints_the_lessons_stored_pass_line(lesson, capsys):
     """The pass line nbval compares is fixed: the checker prints it again for the reference."""
-    for ex in grading.lesson_exercises(read(lesson)):
+    for ex in lessons.lesson_exercises(read(lesson)):
         import importlib
         checker = getattr(importlib.import_module(ex.module), f"check_{ex.name}")
         checker(function_from(ex.name, REFERENCE[ex.name]))
@@ -505,73 +505,73 @@ def test_each_checker_prints_the_lessons_stored_pass_line(lesson, capsys):
 
 def test_points_come_from_the_check_cells_metadata(tmp_path):
     lesson = read(ROOT / "notebooks" / LESSON)
-    assert [e.points for e in grading.lesson_exercises(lesson)] == [1] * N_EXERCISES
+    assert [e.points for e in lessons.lesson_exercises(lesson)] == [1] * N_EXERCISES
     lesson.cells[exercises(lesson)[0][2]].metadata["points"] = 2.5
-    assert [e.points for e in grading.lesson_exercises(lesson)] == [2.5] + [1] * (N_EXERCISES - 1)
+    assert [e.points for e in lessons.lesson_exercises(lesson)] == [2.5] + [1] * (N_EXERCISES - 1)
     lesson.cells[exercises(lesson)[0][2]].metadata["points"] = "two"
     with pytest.raises(ValueError, match="points='two'"):
-        grading.lesson_exercises(lesson)
+        lessons.lesson_exercises(lesson)
 
 
 def test_feedback_html_escapes_the_learners_own_html():
     nb = blank()
     nb.cells.insert(1, nbformat.v4.new_markdown_cell("## Mine <script>alert(1)</script>"))
-    graded = grading.Graded(ROOT / LESSON, "00_start_here", submission=nb, results=[
-        grading.Result(EXERCISE, "failed", "Hint: <script>alert(2)</script>", 0, 1)])
-    html = grading.feedback_html(graded, "ada")
+    graded = run.Graded(ROOT / LESSON, "00_start_here", submission=nb, results=[
+        verdicts.Result(EXERCISE, "failed", "Hint: <script>alert(2)</script>", 0, 1)])
+    html = feedback.feedback_html(graded, "ada")
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)" in html
     assert "Check <code>next_token_targets</code>: failed" in html and "0 of 1 points" in html
 
 
 def test_a_record_line_not_signed_by_the_plugin_is_refused(tmp_path, monkeypatch):
     path = tmp_path / "record.jsonl"
-    monkeypatch.setattr(grading, "_RECORD", [str(path), "secret"])
-    grading._record({"cell": 0, "outcome": "failed"})
+    monkeypatch.setattr(plugin, "_RECORD", [str(path), "secret"])
+    plugin._record({"cell": 0, "outcome": "failed"})
     with path.open("a") as f:
         f.write('0000 {"cell": 0, "outcome": "passed"}\n')
-    assert grading._read_records(path, "secret") == ([{"cell": 0, "outcome": "failed"}], True)
+    assert plugin._read_records(path, "secret") == ([{"cell": 0, "outcome": "failed"}], True)
 
 
 def test_a_record_line_cut_short_is_not_a_forgery(tmp_path, monkeypatch):
     """A run killed at its time limit while it wrote a record: the lines before still count."""
     path = tmp_path / "record.jsonl"
-    monkeypatch.setattr(grading, "_RECORD", [str(path), "secret"])
-    grading._record({"cell": 0, "outcome": "passed"})
+    monkeypatch.setattr(plugin, "_RECORD", [str(path), "secret"])
+    plugin._record({"cell": 0, "outcome": "passed"})
     with path.open("a") as f:
         f.write('ab12 {"cell": 1, "outc')
-    assert grading._read_records(path, "secret") == ([{"cell": 0, "outcome": "passed"}], False)
+    assert plugin._read_records(path, "secret") == ([{"cell": 0, "outcome": "passed"}], False)
 
 
 def test_why_a_check_did_not_run_names_the_cell_that_stopped_the_kernel():
     settings = {"cell_timeout": 60, "sources": {"0": "import torch", "1": "x = 1"}}
     base = dict(when="call", xfail=False, died=False, error=None, stdout="", late=None, busy=None)
     dead = dict(base, outcome="failed", message="Kernel dead on test start")
-    check = grading.Placement("f", 1, 2, 1)
+    check = graded_copy.Placement("f", 1, 2, 1)
     late = {0: dict(base, outcome="passed", message=None),
             1: dict(base, outcome="failed", message="Timeout of 5 seconds exceeded waiting for output.",
                     late=60.2),
             2: dead}
-    (r,) = grading.verdicts(late, [check], settings)
+    (r,) = verdicts.verdicts(late, [check], settings)
     assert (r.status, r.feedback) == ("not run", "the machine was too busy: the kernel finished cell 1 "
                                                  "(`x = 1`) but its output had not arrived 60.2 s later, "
                                                  "so nbval stopped the kernel; grade it again, before this check")
     other = {**late, 1: dict(base, outcome="failed", message="Kernel aborted execution request")}
-    (r,) = grading.verdicts(other, [check], settings)
+    (r,) = verdicts.verdicts(other, [check], settings)
     assert r.feedback == ("the kernel had stopped before this check, after cell 1 (`x = 1`): "
                           "Kernel aborted execution request")
     slow = dict(base, outcome="skipped", message="Timeout of 60 seconds exceeded executing cell",
                 busy=[60.1, 5.0, 50.2])  # a time limit reached on a machine too busy to run the check
-    (r,) = grading.verdicts({**late, 1: dict(base, outcome="passed", message=None), 2: slow}, [check], settings)
+    (r,) = verdicts.verdicts({**late, 1: dict(base, outcome="passed", message=None), 2: slow}, [check], settings)
     assert (r.status, r.feedback) == ("failed", "the check ran past the 60 s time limit per cell (an endless "
                                                 "loop, or far too slow?); the machine was busy: of those "
                                                 "60.1 s the kernel ran 5 s and waited 50.2 s for a CPU")
 
 
 def test_defines_finds_helpers_copies_imports_and_broken_cells():
-    assert grading.defines("def helper():\n    pass\n\ndef f(x):\n    return x", "f")
-    assert grading.defines("from mine import f", "f")
-    assert grading.defines("def f(x):\n    return x[", "f")  # a SyntaxError: by its text
-    assert not grading.defines("y = f(2)", "f")
+    assert lessons.defines("def helper():\n    pass\n\ndef f(x):\n    return x", "f")
+    assert lessons.defines("from mine import f", "f")
+    assert lessons.defines("def f(x):\n    return x[", "f")  # a SyntaxError: by its text
+    assert not lessons.defines("y = f(2)", "f")
 
 
 def test_cells_are_parsed_one_thread_at_a_time(monkeypatch):
@@ -593,7 +593,7 @@ def test_cells_are_parsed_one_thread_at_a_time(monkeypatch):
     monkeypatch.setattr(ex, "_AST_LOCK", Watched())
     monkeypatch.setattr(ex.ast, "parse", lambda source: (parsed_while_held.append(bool(held)),
                                                           real_parse(source))[1])
-    grading._names_bound.cache_clear()
-    assert grading._names_bound("def f(x):\n    return x") == {"f"}
+    lessons._names_bound.cache_clear()
+    assert lessons._names_bound("def f(x):\n    return x") == {"f"}
     assert ex.exercise_name("def g():\n    pass") == "g"
     assert parsed_while_held == [True, True]

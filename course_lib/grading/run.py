@@ -1,0 +1,248 @@
+"""Run a graded copy: pytest with nbval in its own process (sandboxed where it can be), and grade().
+
+The notebook's time limit counts from when its kernel is ready: the kernel's start-up,
+with the libraries its lesson imports, has a limit of its own, since a busy machine and
+not the learner decides how long that takes. A kernel that did not start, or died before
+the first cell, is started again once, and the result says so.
+"""
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from course_lib.exercises import ROOT
+from course_lib.grading.graded_copy import changed, graded_copy, tree_hash, write_copy
+from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
+from course_lib.grading.plugin import _read_records
+from course_lib.grading.sandbox import CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, STARTUP_TIMEOUT
+from course_lib.grading.submissions import identify, submission_hash
+from course_lib.grading.verdicts import Result, _cell_name, verdicts
+
+# `python -m pytest`, less the second of CPU that jsonschema (imported by nbformat) spends
+# compiling a grammar for a URL format check that notebooks never use. The grader sends
+# where to record each cell's result, and a key to sign it with, on stdin: never in the
+# environment or a file that the kernel, a child of pytest, could read.
+# Only nbval and the grader's plugin are loaded: not every pytest plugin installed (xdist...).
+LAUNCH = ("import json, os, sys; sys.modules['rfc3987_syntax'] = None; import course_lib.grading.plugin as g; "
+          "g._RECORD = json.loads(sys.stdin.readline()); sys.stdin.close(); import pytest; "
+          "os.environ['PYTEST_DISABLE_PLUGIN_AUTOLOAD'] = '1'; "
+          "sys.exit(pytest.main(['-p', 'nbval.plugin', *sys.argv[1:]]))")
+
+
+
+# ---------------------------------------------------------------- one notebook
+
+@dataclass
+class Graded:
+    """The outcome of grading one file: a lesson's results, or why it could not be graded."""
+    path: Path
+    lesson: str | None            # the lesson's file stem, when known
+    results: list = field(default_factory=list)
+    problem: str | None = None    # why the notebook could not be graded, if it could not
+    sha256: str = ""
+    seconds: float = 0.0
+    submission: object = None     # the learner's notebook, for the feedback file
+    placements: list = field(default_factory=list)
+    retried: str | None = None    # why it was graded a second time, if it was
+    log: str = ""                 # each try, the cells that did not pass, pytest's output tail
+
+
+
+@dataclass
+class Run:
+    """What one pytest run of a graded copy left: per-cell records and why it ended early."""
+    cells: dict
+    stopped: str | None = None        # why the run ended before the checks, in words
+    start_failure: str | None = None  # why no kernel got as far as the first cell: worth a retry
+    output: str = ""                  # the tail of pytest's own output
+    kernel_seconds: float | None = None  # how long the kernel took to start, imports included
+
+
+def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIMEOUT):
+    """Run pytest on the copy; a Run.
+
+    The notebook's time limit counts from when its kernel is ready: the kernel's start-up,
+    with the libraries its lesson imports, has a limit of its own, since a busy machine
+    and not the learner decides how long that takes.
+    """
+    private = Path(tempfile.mkdtemp(prefix="grading-"))
+    record, key = private / f"{secrets.token_hex(8)}.jsonl", secrets.token_hex(32)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update({"PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"})
+    command = [sys.executable, "-c", LAUNCH, f"notebooks/{lesson_name}"]
+    log = private / "pytest.log"
+    with log.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.PIPE, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True, text=True)
+    began, ready, stopped, start_failure = time.monotonic(), None, None, None
+    try:
+        proc.stdin.write(json.dumps([str(record), key]) + "\n")
+        proc.stdin.close()
+    except OSError:  # pytest ended at once; its output says why
+        pass
+    while True:
+        try:
+            proc.wait(timeout=0.5)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if ready is None and any("kernel_ready" in e for e in _read_records(record, key)[0]):
+            ready = now
+        if ready is None and now - began > startup_timeout + 60:
+            start_failure = stopped = (f"the machine was too slow to start the kernel: it was not "
+                                       f"ready {now - began:.0f} s after grading began")
+        elif ready is not None and now - ready > notebook_timeout:
+            stopped = f"the notebook ran past its {notebook_timeout:g} s time limit before this check"
+        if stopped:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            break
+    entries, forged = _read_records(record, key)
+    output = log.read_text(encoding="utf-8", errors="replace")[-4000:]
+    shutil.rmtree(private, ignore_errors=True)
+    for entry in entries if stopped else []:  # the kernel of a run killed at its time limit
+        if "kernel_pid" in entry:
+            try:
+                os.kill(entry["kernel_pid"], signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    if forged:
+        return Run({}, ("the grader's record of this run was written to by something else, so none "
+                        "of it counts"), output=output)
+    cells = {e["cell"]: e for e in entries if "cell" in e}
+    started = next((e for e in entries if "kernel_ready" in e), None)
+    failed = next((e for e in entries if "kernel_failed" in e), None)
+    first = cells.get(min(cells)) if cells else None
+    if start_failure is None and started is None and failed is not None:
+        start_failure = (f"the machine was too slow to start the kernel ({failed['kernel_failed']}, "
+                         f"after {failed['seconds']:g} s)")
+        if "died" in failed["kernel_failed"].lower():
+            start_failure = f"the kernel died while it started ({failed['kernel_failed']})"
+    elif (start_failure is None and started is not None and first is not None
+          and "Kernel dead on test start" in (first["message"] or "")):
+        start_failure = "the kernel died after it started, before the first cell ran"
+    elif start_failure is None and stopped is None and not cells and proc.returncode not in (0, 1):
+        start_failure = f"pytest stopped with status {proc.returncode} before any cell ran"
+    if stopped is None and proc.returncode not in (0, 1):
+        stopped = f"pytest stopped with status {proc.returncode}: {output.strip()[-500:]}"
+    if start_failure:
+        stopped = start_failure
+    return Run(cells, stopped, start_failure, output,
+               None if started is None else started["seconds"])
+
+
+def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
+          notebook_timeout=NOTEBOOK_TIMEOUT, memory_gib=MEMORY_GIB, keep=None, root=ROOT,
+          startup_timeout=STARTUP_TIMEOUT):
+    """Grade the notebook at `path` against its lesson (by file name unless given); a Graded."""
+    path, start = Path(path), time.monotonic()
+    index = _lesson_index(lessons)
+    lesson_path = Path(lesson) if lesson else index.get(path.name)
+    try:
+        submission = nbformat.read(path, as_version=4)
+        if not isinstance(submission.get("cells"), list):
+            raise ValueError("it has no list of cells")
+    except Exception as e:  # not JSON, not a notebook, unreadable
+        submission = None
+        unreadable = f"the notebook could not be read ({type(e).__name__}: {str(e)[:200]})"
+    if lesson_path is None:
+        guess = ""
+        if submission is not None:
+            scores = identify(submission, lessons)
+            best = max(scores, key=scores.get, default=None)
+            if best and scores[best] > 0:
+                guess = f"; it looks like {best}: save it under that name"
+        what = "no lesson is named" if submission is not None else "unreadable, and no lesson is named"
+        return Graded(path, None, problem=f"{what} {path.name}{guess} (lessons: {', '.join(index)})")
+    lesson_nb = nbformat.read(lesson_path, as_version=4)
+    found = lesson_exercises(lesson_nb, root)
+    stem = lesson_path.stem
+
+    def not_run(reason):
+        return Graded(path, stem, [Result(e.name, "not run", reason, 0, e.points) for e in found],
+                      problem=reason, submission=submission)
+
+    if submission is None:
+        return not_run(unreadable)
+    scores = identify(submission, lessons)
+    best = max(scores, key=scores.get)
+    if best != lesson_path.name and scores[best] > scores.get(lesson_path.name, 0) + 0.5:
+        return not_run(f"this notebook is lesson {Path(best).stem} (its text and exercises are that "
+                       f"lesson's), saved as {path.name}; hand in {lesson_path.name} itself")
+    sha = submission_hash(path, lesson_path, root)
+    folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=f"grade-{stem}-"))
+    if keep:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    tries = []  # why each earlier try's kernel did not get as far as the first cell
+    try:
+        while True:
+            copy_root = folder.resolve()
+            nb, placements = graded_copy(submission, lesson_nb, found, copy_root)
+            cpu = notebook_timeout + startup_timeout + 30
+            write_copy(copy_root, nb, lesson_path.name, placements, cell_timeout,
+                       memory_gib * 2 ** 30, cpu, root, startup_timeout=startup_timeout)
+            settings = json.loads((copy_root / "grading.json").read_text())
+            before = tree_hash(copy_root, ("course_lib",))
+            run = _run_copy(copy_root, lesson_path.name, notebook_timeout, startup_timeout)
+            if run.start_failure is None or len(tries) == 1:
+                break
+            tries.append(run.start_failure)  # the machine's fault, not the notebook's: once more
+            shutil.rmtree(folder, ignore_errors=True)
+            folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=f"grade-{stem}-"))
+            folder.mkdir(parents=True, exist_ok=True)
+        if run.start_failure:
+            reason = f"{run.start_failure}; tried twice, so this notebook was not graded: grade it again"
+            results = [Result(e.name, "not run", reason, 0, e.points) for e in found]
+        else:
+            results = verdicts(run.cells, placements, settings, run.stopped)
+        touched = changed(before, tree_hash(copy_root, ("course_lib",)))
+        if touched:
+            reason = (f"the notebook changed the grading copy of course_lib ({', '.join(touched[:3])}), "
+                      f"so its checks cannot be trusted: a notebook must not write into course_lib")
+            results = [Result(r.exercise, "failed", reason, 0, r.max_points) for r in results]
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    retried = None
+    if tries:
+        retried = f"graded on a second try: on the first, {tries[0]}"
+    return Graded(path, stem, results, sha256=sha, seconds=time.monotonic() - start,
+                  submission=submission, placements=placements, retried=retried,
+                  log=_diagnosis(run, settings, tries))
+
+
+def _diagnosis(run, settings, tries):
+    """What to read when a check did not run: each try, the cells that did not pass, pytest's output."""
+    lines = [f"try {i + 1}: {why}" for i, why in enumerate(tries)]
+    if run.kernel_seconds is not None:
+        lines.append(f"kernel ready after {run.kernel_seconds:g} s "
+                     f"(imports at start: {', '.join(settings.get('preload', [])) or 'none'})")
+    if run.stopped:
+        lines.append(f"stopped: {run.stopped}")
+    dead = [n for n in sorted(run.cells) if run.cells[n]["message"] == "Kernel dead on test start"]
+    for number in sorted(run.cells):
+        cell = run.cells[number]
+        if number in dead[1:]:
+            continue
+        if number in dead[:1]:
+            lines.append(f"cells {number}-{dead[-1]}: the kernel was already dead when each was to run")
+        elif cell["outcome"] != "passed" or cell.get("late") or cell.get("busy"):
+            lines.append(f"{_cell_name(settings, number)} [{cell['when']}] {cell['outcome']}: "
+                         + json.dumps({k: cell.get(k) for k in ("message", "error", "late", "busy", "died")
+                                       if cell.get(k)})[:1500])
+    lines.append("pytest's output (its tail):")
+    lines.append(run.output.rstrip() or "(none)")
+    return "\n".join(lines)
+
+
