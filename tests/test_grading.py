@@ -15,7 +15,7 @@ import time
 import nbformat
 import pytest
 
-from course_lib.grading import cli, feedback, gradebook, graded_copy, lessons, plugin, run, verdicts
+from course_lib.grading import cli, feedback, gradebook, graded_copy, lessons, plugin, run, sandbox, verdicts
 from course_lib.exercises import exercises, tags
 
 from answers import REFERENCE, WRONG
@@ -127,7 +127,8 @@ def _shift(ids):
 """ + exercise_source("""\
 import os, resource
 assert os.environ["OMP_NUM_THREADS"] == "1" and torch.get_num_threads() == 1
-assert resource.getrlimit(resource.RLIMIT_AS)[0] == 3 * 2 ** 30
+assert resource.getrlimit(resource.RLIMIT_AS) == (3 * 2 ** 30,) * 2  # hard: it cannot be raised
+assert resource.getrlimit(resource.RLIMIT_NPROC)[1] != resource.RLIM_INFINITY
 return ids[:-1], _shift(ids)""")),
     "syntax": lambda: fill(blank(), {EXERCISE: "return ids[:-1], ids[1:"}),
     "stalls": lambda: with_cell(fill(blank(), REFERENCE), STALL, at=1),
@@ -140,6 +141,87 @@ with open("../notebooks/" + "stray.txt", "w") as f:
     f.write("written by a learner")
 with open("../data/shakespeare.txt", "a") as f:
     f.write("more")"""),
+}
+
+
+# A notebook that tries to reach outside its sandbox. Its cell sets _WORKED to what the attack
+# got (None when it was stopped) and _WHY to what stopped it; its answer is right only when the
+# attack worked, so a sandbox that lets it through shows as a pass, and one that stops it as a
+# failure whose feedback says what stopped it.
+ATTACK_ANSWER = exercise_source("""\
+if _WORKED is None:
+    raise ValueError("attack blocked: " + _WHY)
+return ids[:-1], ids[1:]""")
+
+
+def attack(cell):
+    return _replace_exercise(with_cell(blank(), "_WORKED, _WHY = None, ''\n" + cell), ATTACK_ANSWER)
+
+
+ATTACKS = {
+    # takes the answers in a classmate's notebook
+    "reads": lambda c: attack(f"""\
+try:
+    _WORKED = open({str(c["folder"] / "helper" / LESSON)!r}).read()
+except OSError as e:
+    _WHY = repr(e)"""),
+    # overwrites a classmate's submission, and writes into the class folder and --out
+    "overwrites": lambda c: attack(f"""\
+for _path in ({str(c["folder"] / "blank" / LESSON)!r}, {str(c["folder"] / "planted.txt")!r},
+              {str(c["out"] / "gradebook.csv")!r}, {str(c["out"] / "planted.txt")!r}):
+    try:
+        with open(_path, "w") as f:
+            f.write("planted")
+        _WORKED = _path
+    except OSError as e:
+        _WHY += repr(e) + "; "
+"""),
+    # looks for the grader, and the kernels graded beside it, in /proc, and signals them
+    "signals": lambda c: attack(f"""\
+import os, signal
+_mine = os.environ["HOME"]
+for _pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        _cmd = open(f"/proc/{{_pid}}/cmdline", "rb").read().decode(errors="replace")
+    except OSError:
+        continue
+    if "test_grading" in _cmd or ("grade-00_start_here-" in _cmd and _mine not in _cmd):
+        _WORKED = _cmd
+_WHY = "no foreign process in /proc; "
+try:
+    os.kill({c["grader"]}, 0)
+    _WORKED = _WORKED or "the grader can be signalled"
+except OSError as e:
+    _WHY += repr(e)"""),
+    # leaves a process behind that would run on after grading
+    "outlives": lambda c: attack(f"""\
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(900)  # {c["marker"]}"],
+                 start_new_session=True)
+_WHY = "left a process running"
+"""),
+    # raises its own limits, and starts more processes than it may
+    "limits": lambda c: attack("""\
+import os, resource, time
+try:
+    resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    _WORKED = "raised its memory limit"
+except (ValueError, OSError) as e:
+    _WHY = repr(e) + "; "
+_children = []
+try:
+    for _ in range(2000):
+        _pid = os.fork()
+        if _pid == 0:
+            time.sleep(20)
+            os._exit(0)
+        _children.append(_pid)
+    _WORKED = _WORKED or f"started {len(_children)} processes"
+except OSError as e:
+    _WHY += f"{e!r} after {len(_children)} processes"
+for _pid in _children:
+    os.kill(_pid, 9)
+    os.waitpid(_pid, 0)"""),
 }
 
 
@@ -176,6 +258,11 @@ def graded_class(tmp_path_factory):
     (folder / "unreadable").mkdir()
     (folder / "unreadable" / LESSON).write_text("{ not json")
     (folder / "nobody").mkdir()
+    if SANDBOXED:
+        context = dict(folder=folder, out=out, grader=os.getpid(), marker=MARKER)
+        for learner, make in ATTACKS.items():
+            (folder / learner).mkdir()
+            nbformat.write(make(context), folder / learner / LESSON)
     roster = base / "roster.txt"
     roster.write_text("learner\nhelper\nzoe\n")
     # Pay once, outside the graded kernels, for what a fresh environment builds on first import
@@ -191,14 +278,32 @@ def graded_class(tmp_path_factory):
         log.append((line, len(rows)))
 
     rows, problems = gradebook.grade_class(folder, out, jobs=2, roster=roster, cell_timeout=TIMEOUT,
-                                         notebook_timeout=240, memory_gib=3, log=record)
+                                           notebook_timeout=240, memory_gib=3, log=record,
+                                           sandbox=SANDBOXED)
     keep_log(out / "grading.log")
     return dict(folder=folder, out=out, rows=rows, problems=problems, log=log, roster=roster,
                 changed=graded_copy.changed(instructor, graded_copy.tree_hash(ROOT)),
+                survivors=processes_with(MARKER),
                 submissions_changed=folder_hash(folder) != submitted)
 
 
 ARTEFACTS = ROOT / "tests" / "artefacts" / "grading"
+SANDBOXED = sandbox.unavailable() is None
+needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=f"no sandbox here: {sandbox.unavailable()}")
+MARKER = f"left-behind-{os.getpid()}-{time.time_ns()}"
+
+
+def processes_with(text):
+    """The command lines of this machine's processes that contain `text`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+        except OSError:
+            continue
+        if text in command:
+            found.append(command)
+    return found
 
 
 def keep_log(path):
@@ -383,10 +488,40 @@ def test_a_syntax_error_is_reported_as_a_syntax_error(graded_class):
 def test_writes_stay_in_the_graded_copy_and_tampering_with_it_fails(graded_class):
     r = row(graded_class, "writes")
     assert r["status"] == "failed"
-    assert "changed the grading copy of course_lib (course_lib/checks/lesson00.py)" in r["feedback"]
+    if SANDBOXED:  # the copy's course_lib is read-only: the write fails, the check runs as it is
+        assert UNSHIFTED.hint in r["feedback"], why(graded_class, "writes")
+    else:
+        assert "changed the grading copy of course_lib (course_lib/checks/lesson00.py)" in r["feedback"]
     assert graded_class["changed"] == []
     assert not graded_class["submissions_changed"]
     assert not (ROOT / "notebooks" / "stray.txt").exists()
+
+
+@needs_sandbox
+@pytest.mark.parametrize("learner, stopped_by", [
+    ("reads", "FileNotFoundError"),          # the class folder is not in the sandbox at all
+    ("overwrites", "FileNotFoundError"),
+    ("signals", "ProcessLookupError"),       # its own PID namespace: the grader is not there
+    ("limits", "BlockingIOError"),           # the hard limits: no raising them, no fork bomb
+])
+def test_a_notebook_cannot_reach_outside_its_sandbox(graded_class, learner, stopped_by):
+    r = row(graded_class, learner)
+    assert r["status"] == "failed" and r["sandbox"] == "bubblewrap", why(graded_class, learner)
+    assert "attack blocked: " in r["feedback"] and stopped_by in r["feedback"], r["feedback"]
+    if learner == "limits":
+        assert "ValueError" in r["feedback"] and "after" in r["feedback"]  # not raised; forks refused
+
+
+@needs_sandbox
+def test_nothing_outside_the_sandbox_changed_and_no_process_outlived_its_notebook(graded_class):
+    folder, out = graded_class["folder"], graded_class["out"]
+    assert not graded_class["submissions_changed"]
+    assert not (folder / "planted.txt").exists() and not (out / "planted.txt").exists()
+    assert "planted" not in (out / "gradebook.csv").read_text()
+    assert row(graded_class, "outlives")["status"] == "failed"
+    assert graded_class["survivors"] == [] and processes_with(MARKER) == []
+    assert {r["sandbox"] for r in graded_class["rows"] if r["status"] in ("passed", "failed")} == {
+        "bubblewrap"}
 
 
 def test_notebooks_that_cannot_be_graded_each_get_a_row_with_the_reason(graded_class):
@@ -415,7 +550,8 @@ def test_gradebook_summary_and_feedback_files(graded_class):
     # a row per exercise for each learner whose notebook ran, for the renamed and the unreadable
     # notebook, and for zoe's, nobody's and the misnamed learner's missing lesson 00; one row for
     # the misnamed notebook itself
-    assert len(rows) == len(graded_class["rows"]) == N_EXERCISES * (len(LEARNERS) + 5) + 1
+    kernels = len(LEARNERS) + (len(ATTACKS) if SANDBOXED else 0)
+    assert len(rows) == len(graded_class["rows"]) == N_EXERCISES * (kernels + 5) + 1
     summary = {r["learner"]: r for r in csv.DictReader((out / "summary.csv").open())}
     assert list(summary["helper"]) == ["learner", "00_start_here", "total", "max_total"]
     assert (summary["helper"]["total"], summary["blank"]["total"]) == ("1", "0")
@@ -424,7 +560,7 @@ def test_gradebook_summary_and_feedback_files(graded_class):
     assert "Check <code>next_token_targets</code>: failed" in html
     assert UNSHIFTED.hint.replace("'", "&#39;") in html or UNSHIFTED.hint in html
     graded = [line for line, _ in graded_class["log"] if line.startswith("[")]
-    assert len(graded) == len(LEARNERS) + 3  # each kernel run, the renamed, misnamed and unreadable
+    assert len(graded) == kernels + 3  # each kernel run, the renamed, misnamed and unreadable
     counts = [n for line, n in graded_class["log"] if line.startswith("[")]
     assert counts == sorted(counts) and counts[0] >= 1  # rows are in the gradebook as each finishes
 
@@ -462,6 +598,22 @@ def test_single_notebook_command(tmp_path, capsys):
     missing = tmp_path / "nowhere.ipynb"
     assert cli.main([str(missing)]) == 2
     assert "there is no notebook" in capsys.readouterr().err
+
+
+def test_class_mode_refuses_to_grade_unsandboxed_unless_told(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "class"
+    (folder / "ada").mkdir(parents=True)
+    nbformat.write(blank(), folder / "ada" / LESSON)
+    for module in (run, cli):
+        monkeypatch.setattr(module, "unavailable", lambda: "bubblewrap is not installed (test)")
+    assert cli.main([str(folder), "--class", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "bubblewrap is not installed (test)" in err and "--no-sandbox" in err
+    assert not (tmp_path / "out" / "gradebook.csv").exists()
+    assert cli.main([str(folder / "ada" / LESSON), "--timeout", "60"]) == 1  # one notebook: it runs
+    out = capsys.readouterr().out
+    assert out.startswith("notice: no sandbox here (bubblewrap is not installed (test))")
+    assert "next_token_targets: failed" in out
 
 
 @pytest.mark.parametrize("make", ["missing", "empty"])

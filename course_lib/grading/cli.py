@@ -7,8 +7,8 @@ from course_lib.exercises import ROOT
 from course_lib.grading.gradebook import grade_class
 from course_lib.grading.graded_copy import changed, tree_hash
 from course_lib.grading.lessons import LESSONS
-from course_lib.grading.sandbox import CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, STARTUP_TIMEOUT
-from course_lib.grading.run import grade
+from course_lib.grading.sandbox import CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, STARTUP_TIMEOUT, unavailable
+from course_lib.grading.run import SandboxUnavailable, grade
 from course_lib.grading.verdicts import _points
 
 # ---------------------------------------------------------------- command line
@@ -53,6 +53,10 @@ def main(argv=None):
     parser.add_argument("--keep", help="one notebook: leave the graded copy in this folder, to rerun "
                                        "it with `python -m pytest KEEP/notebooks/`")
     parser.add_argument("--no-html", action="store_true", help="class mode: skip the feedback files")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run the notebooks without the bubblewrap sandbox (class mode refuses "
+                             "to grade unsandboxed without this; one notebook falls back by itself "
+                             "where there is no sandbox, and says so)")
     args = parser.parse_args(argv)
     limits = dict(cell_timeout=args.timeout, notebook_timeout=args.notebook_timeout,
                   memory_gib=args.memory, startup_timeout=args.startup_timeout)
@@ -60,9 +64,15 @@ def main(argv=None):
         try:
             rows, problems = grade_class(args.path, args.out, jobs=args.jobs, roster=args.roster,
                                          only=_lesson_names(args.lessons),
-                                         html=not args.no_html, **limits)
+                                         html=not args.no_html, sandbox=not args.no_sandbox, **limits)
         except FileNotFoundError as e:
             print(f"error: {e}", file=sys.stderr)
+            return 2
+        except SandboxUnavailable as e:
+            print(f"error: {e}. Class mode runs each notebook in a bubblewrap sandbox, so that no "
+                  f"learner's code can reach the others', the gradebook or this machine; install "
+                  f"bubblewrap (apt-get install bubblewrap), or pass --no-sandbox to grade with "
+                  f"the learners' code running as you", file=sys.stderr)
             return 2
         passed = sum(r["status"] == "passed" for r in rows)
         print(f"{passed} of {len(rows)} exercise rows passed; gradebook: {Path(args.out) / 'gradebook.csv'}, "
@@ -75,7 +85,9 @@ def main(argv=None):
         print(f"error: there is no notebook at {args.path}", file=sys.stderr)
         return 2
     watched = tree_hash(ROOT)
-    graded = grade(args.path, keep=args.keep, **limits)
+    if not args.no_sandbox and unavailable() is not None:
+        print(f"notice: no sandbox here ({unavailable()}): your notebook runs as you, as it does in Jupyter")
+    graded = grade(args.path, keep=args.keep, sandbox=False if args.no_sandbox else "auto", **limits)
     if graded.lesson is None:
         print(graded.problem)
         return 1

@@ -15,13 +15,17 @@ from course_lib.exercises import ROOT
 from course_lib.grading.feedback import feedback_html
 from course_lib.grading.graded_copy import changed, tree_hash
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
-from course_lib.grading.run import Graded, grade
-from course_lib.grading.sandbox import CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, STARTUP_TIMEOUT
+from course_lib.grading.run import Graded, grade, use_sandbox
+from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
+                                        UNSANDBOXED, exposed)
 from course_lib.grading.submissions import _learner_units, read_roster, submission_hash
 from course_lib.grading.verdicts import _points
 
 STATUSES = ("passed", "failed", "not run", "missing")
-GRADEBOOK = ["learner", "lesson", "exercise", "points", "max_points", "status", "feedback", "sha256"]
+# `sandbox`: how the row's notebook ran: "bubblewrap", "none" (--no-sandbox, or a machine without
+# one), or empty when it never ran (missing, unreadable, misnamed).
+GRADEBOOK = ["learner", "lesson", "exercise", "points", "max_points", "status", "feedback", "sha256",
+             "sandbox"]
 
 
 def _rows(learner, graded):
@@ -30,7 +34,7 @@ def _rows(learner, graded):
                      status="not run", feedback=graded.problem, sha256="")]
     return [dict(learner=learner, lesson=graded.lesson, exercise=r.exercise, points=_points(r.points),
                  max_points=_points(r.max_points), status=r.status, feedback=r.feedback,
-                 sha256=graded.sha256) for r in graded.results]
+                 sha256=graded.sha256, sandbox=graded.sandbox) for r in graded.results]
 
 
 def cores():
@@ -42,7 +46,7 @@ def cores():
 def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=None,
                 cell_timeout=CELL_TIMEOUT, notebook_timeout=NOTEBOOK_TIMEOUT,
                 memory_gib=MEMORY_GIB, html=True, log=print, root=ROOT,
-                startup_timeout=STARTUP_TIMEOUT):
+                startup_timeout=STARTUP_TIMEOUT, sandbox=True):
     """Grade every learner's notebooks into out/gradebook.csv, out/summary.csv and out/feedback/.
 
     Returns (rows, problems): problems counts notebooks that could not be graded and
@@ -59,6 +63,12 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
         raise FileNotFoundError(f"the class folder {folder} is empty: it needs a folder per learner "
                                 f"holding their notebooks, e.g. {folder}/ada/00_start_here.ipynb")
     jobs = jobs or cores()
+    mode = SANDBOXED if use_sandbox(sandbox) else UNSANDBOXED  # SandboxUnavailable: nothing graded
+    for what, path in (("class folder", folder), ("--out folder", out)):
+        seen = exposed(path) if mode == SANDBOXED else None
+        if seen is not None:
+            raise FileNotFoundError(f"the {what} {path} is inside {seen}, which every sandbox sees "
+                                    f"(read-only): move it elsewhere, e.g. under your home folder")
     out.mkdir(parents=True, exist_ok=True)
     book = out / "gradebook.csv"
     old = _read_gradebook(book)
@@ -88,7 +98,8 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 except OSError:
                     sha = None
                 previous = old.get((learner, path.stem))
-                if sha and previous and all(r["sha256"] == sha for r in previous):
+                if sha and previous and all(r["sha256"] == sha and r["sandbox"] == mode
+                                                  for r in previous):
                     final[key] = previous
                     log(f"{learner}/{path.name}: unchanged since it was graded, kept")
                     continue
@@ -97,7 +108,8 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = {pool.submit(grade, path, lessons=lessons, cell_timeout=cell_timeout,
                                    notebook_timeout=notebook_timeout, memory_gib=memory_gib,
-                                   root=root, startup_timeout=startup_timeout):
+                                   root=root, startup_timeout=startup_timeout,
+                                   sandbox=mode == SANDBOXED):
                        (learner, path, key) for learner, path, key in todo}
             for future in as_completed(futures):
                 learner, path, key = futures[future]

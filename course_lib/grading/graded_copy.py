@@ -8,8 +8,10 @@ in the kernel) and carries the lesson's stored pass line, which nbval compares.
 import copy
 import hashlib
 import json
+import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,21 +86,8 @@ addopts = --nbval-lax --nbval-current-env -p no:cacheprovider -q
 """
 
 STARTUP = '''\
-# Written by course_lib.grading: the kernel's limits, set before any learner code runs.
-def _grading_limits():
-    import os
-    try:
-        import resource
-    except ImportError:  # Windows: no limits but the time limits
-        return
-    memory = int(os.environ.get("COURSE_GRADING_MEMORY", "0"))
-    if memory > 0:
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    cpu = int(os.environ.get("COURSE_GRADING_CPU", "0"))
-    if cpu > 0:
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-
-
+# Written by course_lib.grading: run by the kernel before any learner code. (The limits are
+# set before the kernel starts, by the copy's first process.)
 def _grading_preload():
     # the libraries the notebook imports, so their import counts as the kernel's start-up
     import os
@@ -109,9 +98,8 @@ def _grading_preload():
             pass
 
 
-_grading_limits()
 _grading_preload()
-del _grading_limits, _grading_preload
+del _grading_preload
 '''
 
 
@@ -183,13 +171,58 @@ def _check_cell(ex, root):
 
 
 def tree_hash(root, parts=WATCHED):
-    """{relative path: sha256} of the files under root/<part>, caches left out."""
+    """{relative path: sha256} of the files under root/<part>, caches left out; links not followed.
+
+    What is not a regular file (a link, a FIFO, a device) counts by its kind, without being opened.
+    """
     found = {}
     for part in parts:
-        for path in sorted((Path(root) / part).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and ".ipynb_checkpoints" not in path.parts:
-                found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+        for top, dirs, files in os.walk(Path(root) / part):
+            dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", ".ipynb_checkpoints"))
+            for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(top, d))]):
+                path = Path(top) / name
+                info = os.lstat(path)
+                key = str(path.relative_to(root))
+                if stat.S_ISREG(info.st_mode):
+                    found[key] = hashlib.sha256(read_regular(path, info.st_size + 1)).hexdigest()
+                else:
+                    found[key] = f"not a regular file (mode {stat.filemode(info.st_mode)})"
     return found
+
+
+def read_regular(path, limit):
+    """The bytes of a regular file, opened without following a link or blocking on a FIFO.
+
+    ValueError, saying what it is, for anything else or for a file over `limit` bytes.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if os.path.islink(path):
+            raise ValueError("it is a symbolic link") from None
+        raise ValueError(f"it could not be opened ({e.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"it is not a regular file (mode {stat.filemode(info.st_mode)})")
+        if info.st_size > limit:
+            raise ValueError(f"it is {info.st_size / 2 ** 20:.0f} MB, over the {limit / 2 ** 20:.0f} MB limit")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"it grew past the {limit / 2 ** 20:.0f} MB limit while it was read")
+    return data
+
+
+def _copy_font_cache(target):
+    """Give the copy matplotlib's font list, so a kernel that cannot see the grader's cache need not rebuild it."""
+    target.mkdir()
+    home = Path(os.environ.get("MPLCONFIGDIR") or Path.home() / ".cache" / "matplotlib")
+    for path in sorted(home.glob("fontlist-*.json")) if home.is_dir() else []:
+        try:
+            (target / path.name).write_bytes(read_regular(path, 2 ** 24))
+        except (OSError, ValueError):
+            pass
 
 
 def changed(before, after):
@@ -221,7 +254,8 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
     (folder / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
     startup = folder / ".ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True)
-    (startup / "00-grading-limits.py").write_text(STARTUP, encoding="utf-8")
+    (startup / "00-grading-preload.py").write_text(STARTUP, encoding="utf-8")
+    _copy_font_cache(folder / ".matplotlib")
     code = [c for c in nb.cells if c.cell_type == "code"]
     settings = dict(cell_timeout=cell_timeout, memory_bytes=int(memory_bytes),
                     cpu_seconds=int(cpu_seconds), lesson=lesson_name,

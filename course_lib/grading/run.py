@@ -23,20 +23,48 @@ from course_lib.exercises import ROOT
 from course_lib.grading.graded_copy import changed, graded_copy, tree_hash, write_copy
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
 from course_lib.grading.plugin import _read_records
-from course_lib.grading.sandbox import CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, STARTUP_TIMEOUT
+from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
+                                        UNSANDBOXED, bwrap_command, give_to, process_limit, sandbox_env,
+                                        sandbox_uid, unavailable)
 from course_lib.grading.submissions import identify, submission_hash
 from course_lib.grading.verdicts import Result, _cell_name, verdicts
 
-# `python -m pytest`, less the second of CPU that jsonschema (imported by nbformat) spends
-# compiling a grammar for a URL format check that notebooks never use. The grader sends
-# where to record each cell's result, and a key to sign it with, on stdin: never in the
-# environment or a file that the kernel, a child of pytest, could read.
-# Only nbval and the grader's plugin are loaded: not every pytest plugin installed (xdist...).
-LAUNCH = ("import json, os, sys; sys.modules['rfc3987_syntax'] = None; import course_lib.grading.plugin as g; "
-          "g._RECORD = json.loads(sys.stdin.readline()); sys.stdin.close(); import pytest; "
-          "os.environ['PYTEST_DISABLE_PLUGIN_AUTOLOAD'] = '1'; "
-          "sys.exit(pytest.main(['-p', 'nbval.plugin', *sys.argv[1:]]))")
-
+# The first process of a graded copy: `python -m pytest` with nbval and the grader's plugin,
+# after it has set the limits. The grader sends, on stdin (never in the environment or a file
+# that the kernel, a child of pytest, could read), the user id to drop to (root outside a
+# sandbox), the limits, and where to record each cell's result with a key to sign it. The
+# limits are hard (no process in the copy can raise them) and set before anything else runs;
+# the process then makes itself undumpable, so no other process of its user (the kernel)
+# can read the key from its memory. Less the second of CPU that jsonschema (imported by
+# nbformat) spends compiling a grammar for a URL format check that notebooks never use; only
+# nbval and the plugin are loaded, not every pytest plugin installed (xdist...).
+LAUNCH = """\
+import json, os, sys
+setup = json.loads(sys.stdin.readline())
+sys.stdin.close()
+uid = setup.get("uid")
+if uid is not None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+try:
+    import resource
+except ImportError:  # Windows: the time limits only
+    resource = None
+for name, value in setup["limits"].items():
+    if resource is not None and value is not None and hasattr(resource, name):
+        soft, hard = value if isinstance(value, list) else (value, value)
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+if sys.platform.startswith("linux"):
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+sys.modules["rfc3987_syntax"] = None
+import course_lib.grading.plugin as g
+g._RECORD = setup["record"]
+import pytest
+os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+sys.exit(pytest.main(["-p", "nbval.plugin", *sys.argv[1:]]))
+"""
 
 
 # ---------------------------------------------------------------- one notebook
@@ -54,6 +82,23 @@ class Graded:
     placements: list = field(default_factory=list)
     retried: str | None = None    # why it was graded a second time, if it was
     log: str = ""                 # each try, the cells that did not pass, pytest's output tail
+    sandbox: str = ""             # how its code ran: SANDBOXED, UNSANDBOXED, or "" (it did not run)
+
+
+FILE_LIMIT = 2 ** 30  # bytes of any one file a graded notebook writes
+
+
+class SandboxUnavailable(RuntimeError):
+    pass
+
+
+def use_sandbox(sandbox):
+    """Whether to run in a sandbox: True, False or "auto"; SandboxUnavailable when one is required and missing."""
+    if sandbox == "auto":
+        return unavailable() is None
+    if sandbox and unavailable() is not None:
+        raise SandboxUnavailable(f"no sandbox can be made on this machine: {unavailable()}")
+    return bool(sandbox)
 
 
 
@@ -67,28 +112,40 @@ class Run:
     kernel_seconds: float | None = None  # how long the kernel took to start, imports included
 
 
-def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIMEOUT):
-    """Run pytest on the copy; a Run.
+def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIMEOUT, limits=None,
+              sandboxed=False):
+    """Run pytest on the copy, in a sandbox when `sandboxed`; a Run.
 
     The notebook's time limit counts from when its kernel is ready: the kernel's start-up,
     with the libraries its lesson imports, has a limit of its own, since a busy machine
-    and not the learner decides how long that takes.
+    and not the learner decides how long that takes. `limits` maps resource names
+    (RLIMIT_AS...) to the hard limits the copy's first process sets.
     """
-    private = Path(tempfile.mkdtemp(prefix="grading-"))
-    record, key = private / f"{secrets.token_hex(8)}.jsonl", secrets.token_hex(32)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update({"PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"})
+    private = Path(tempfile.mkdtemp(prefix="grading-"))    # the grader's alone: pytest's output
+    records = Path(tempfile.mkdtemp(prefix="grading-records-"))  # where the plugin writes
+    record, key = records / f"{secrets.token_hex(8)}.jsonl", secrets.token_hex(32)
+    uid = sandbox_uid() if sandboxed else None
+    setup = {"record": [str(record), key], "uid": uid, "limits": dict(limits or {})}
+    setup["limits"].setdefault("RLIMIT_NPROC", process_limit())
     command = [sys.executable, "-c", LAUNCH, f"notebooks/{lesson_name}"]
+    extra = {"PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"}
+    if sandboxed:
+        give_to(folder, uid)
+        give_to(records, uid)
+        command, env = bwrap_command(command, folder, [records]), sandbox_env(folder, extra)
+    else:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+        env.update(extra)
     log = private / "pytest.log"
     with log.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.PIPE, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True, text=True)
-    began, ready, stopped, start_failure = time.monotonic(), None, None, None
     try:
-        proc.stdin.write(json.dumps([str(record), key]) + "\n")
+        proc.stdin.write(json.dumps(setup) + "\n")
         proc.stdin.close()
     except OSError:  # pytest ended at once; its output says why
         pass
+    began, ready, stopped, start_failure = time.monotonic(), None, None, None
     while True:
         try:
             proc.wait(timeout=0.5)
@@ -108,9 +165,13 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
             proc.wait()
             break
     entries, forged = _read_records(record, key)
-    output = log.read_text(encoding="utf-8", errors="replace")[-4000:]
+    with log.open("rb") as f:  # its tail only: a notebook may have written a great deal
+        f.seek(max(0, log.stat().st_size - 4000))
+        output = f.read().decode("utf-8", errors="replace")
     shutil.rmtree(private, ignore_errors=True)
-    for entry in entries if stopped else []:  # the kernel of a run killed at its time limit
+    shutil.rmtree(records, ignore_errors=True)
+    # the kernel of an unsandboxed run killed at its time limit (a sandbox's die with it)
+    for entry in entries if stopped and not sandboxed else []:
         if "kernel_pid" in entry:
             try:
                 os.kill(entry["kernel_pid"], signal.SIGKILL)
@@ -143,9 +204,14 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
 
 def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
           notebook_timeout=NOTEBOOK_TIMEOUT, memory_gib=MEMORY_GIB, keep=None, root=ROOT,
-          startup_timeout=STARTUP_TIMEOUT):
-    """Grade the notebook at `path` against its lesson (by file name unless given); a Graded."""
+          startup_timeout=STARTUP_TIMEOUT, sandbox="auto"):
+    """Grade the notebook at `path` against its lesson (by file name unless given); a Graded.
+
+    sandbox: True runs it in a bubblewrap sandbox (SandboxUnavailable if there is none),
+    False without one, "auto" in one where this machine can make one.
+    """
     path, start = Path(path), time.monotonic()
+    sandboxed = use_sandbox(sandbox)
     index = _lesson_index(lessons)
     lesson_path = Path(lesson) if lesson else index.get(path.name)
     try:
@@ -189,12 +255,15 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
         while True:
             copy_root = folder.resolve()
             nb, placements = graded_copy(submission, lesson_nb, found, copy_root)
-            cpu = notebook_timeout + startup_timeout + 30
+            cpu = int(notebook_timeout + startup_timeout + 30)
             write_copy(copy_root, nb, lesson_path.name, placements, cell_timeout,
                        memory_gib * 2 ** 30, cpu, root, startup_timeout=startup_timeout)
             settings = json.loads((copy_root / "grading.json").read_text())
             before = tree_hash(copy_root, ("course_lib",))
-            run = _run_copy(copy_root, lesson_path.name, notebook_timeout, startup_timeout)
+            limits = {"RLIMIT_AS": int(memory_gib * 2 ** 30) or None, "RLIMIT_CPU": [cpu, cpu + 5],
+                      "RLIMIT_CORE": 0, "RLIMIT_FSIZE": FILE_LIMIT}
+            run = _run_copy(copy_root, lesson_path.name, notebook_timeout, startup_timeout,
+                            limits=limits, sandboxed=sandboxed)
             if run.start_failure is None or len(tries) == 1:
                 break
             tries.append(run.start_failure)  # the machine's fault, not the notebook's: once more
@@ -219,7 +288,8 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
         retried = f"graded on a second try: on the first, {tries[0]}"
     return Graded(path, stem, results, sha256=sha, seconds=time.monotonic() - start,
                   submission=submission, placements=placements, retried=retried,
-                  log=_diagnosis(run, settings, tries))
+                  log=_diagnosis(run, settings, tries),
+                  sandbox=SANDBOXED if sandboxed else UNSANDBOXED)
 
 
 def _diagnosis(run, settings, tries):
