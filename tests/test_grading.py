@@ -131,6 +131,15 @@ assert resource.getrlimit(resource.RLIMIT_AS) == (3 * 2 ** 30,) * 2  # hard: it 
 assert resource.getrlimit(resource.RLIMIT_NPROC)[1] != resource.RLIM_INFINITY
 return ids[:-1], _shift(ids)""")),
     "syntax": lambda: fill(blank(), {EXERCISE: "return ids[:-1], ids[1:"}),
+    # honest habits, each of which must pass
+    "habits": lambda: fill(blank(), {EXERCISE: HABITS}),
+    "later_helper": lambda: with_cell(fill(blank(), {EXERCISE: "return ids[:-1], _shift(ids)"}),
+                                      "def _shift(ids):\n    return ids[1:]", at=exercise_index(blank()) + 1),
+    "exec_answer": lambda: with_cell(blank(), "exec('def next_token_targets(ids):\\n    return ids[:-1], ids[1:]')",
+                                     at=exercise_index(blank()) + 1),
+    "globals_answer": lambda: with_cell(blank(), "globals()['next_token_targets'] = lambda ids: (ids[:-1], ids[1:])",
+                                        at=exercise_index(blank()) + 1),
+    "never_run": lambda: _never_run(fill(blank(), REFERENCE)),
     "stalls": lambda: with_cell(fill(blank(), REFERENCE), STALL, at=1),
     "writes": lambda: with_cell(wrong(), """\
 import course_lib, pathlib
@@ -225,6 +234,37 @@ for _pid in _children:
 }
 
 
+# Files that are not what they seem, each refused without being opened (learner: (make, reason)).
+HAZARDS = {
+    "links_solution": (lambda f, p: p.symlink_to(ROOT / "notebooks" / LESSON), "symbolic link"),
+    "links_classmate": (lambda f, p: p.symlink_to(f / "helper" / LESSON), "symbolic link"),
+    "devzero": (lambda f, p: p.symlink_to("/dev/zero"), "symbolic link (to /dev/zero)"),
+    "fifo": (lambda f, p: os.mkfifo(p), "a FIFO (named pipe), not a regular file"),
+    # sparse: 101 MB long, no disk used, and refused by its size alone
+    "huge": (lambda f, p: (p.write_bytes(b""), os.truncate(p, 101 * 2 ** 20)), "101 MB, over the 100 MB"),
+}
+
+
+# What an honest learner leaves in a function: prints, display(), logging and warnings.
+HABITS = """\
+print("computing the targets of", ids)
+from IPython.display import display
+display({"ids": ids.tolist()})
+import logging, warnings
+logging.basicConfig()
+logging.getLogger("mine").warning("a log line")
+warnings.warn("a warning of my own")
+return ids[:-1], ids[1:]"""
+HONEST = ["habits", "later_helper", "exec_answer", "globals_answer", "never_run", "v3", "subfolder"]
+
+
+def _never_run(nb):
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
 def _edit_checks(nb, source):
     for cell in nb.cells:
         if "check" in tags(cell):
@@ -258,6 +298,16 @@ def graded_class(tmp_path_factory):
     (folder / "unreadable").mkdir()
     (folder / "unreadable" / LESSON).write_text("{ not json")
     (folder / "nobody").mkdir()
+    for learner, (make, _) in HAZARDS.items():
+        (folder / learner).mkdir()
+        make(folder, folder / learner / LESSON)
+    (folder / "linked").symlink_to(folder / "helper")  # a learner folder that is a link
+    (folder / "v3").mkdir()  # a notebook saved in nbformat 3
+    (folder / "v3" / LESSON).write_text(nbformat.writes(nbformat.convert(fill(blank(), REFERENCE), 3), version=3))
+    (folder / "subfolder" / "week1").mkdir(parents=True)
+    nbformat.write(fill(blank(), REFERENCE), folder / "subfolder" / "week1" / LESSON)
+    (folder / ".hidden").mkdir()  # a hidden folder: a warning, never silence
+    nbformat.write(fill(blank(), REFERENCE), folder / ".hidden" / LESSON)
     if SANDBOXED:
         context = dict(folder=folder, out=out, grader=os.getpid(), marker=MARKER)
         for learner, make in ATTACKS.items():
@@ -393,6 +443,13 @@ def test_a_timeout_is_said_as_a_timeout(graded_class):
         f"the check ran past the {TIMEOUT} s time limit per cell (an endless loop, or far too slow?)")
 
 
+@pytest.mark.parametrize("learner", HONEST)
+def test_honest_habits_pass(graded_class, learner):
+    r = row(graded_class, learner)
+    assert (r["status"], r["feedback"]) == ("passed", "next_token_targets: 6 checks passed"), \
+        why(graded_class, learner)
+
+
 @pytest.mark.parametrize("learner", ["copied", "helper"])
 def test_the_check_follows_the_cell_that_last_defines_the_function(graded_class, learner):
     assert row(graded_class, learner)["status"] == "passed", why(graded_class, learner)
@@ -409,15 +466,15 @@ def test_every_not_run_is_logged_with_its_reason_and_pytests_output(graded_class
     log = (graded_class["out"] / "grading.log").read_text()
     entries = entries_of(log)
     not_run = {r["learner"] for r in graded_class["rows"] if r["status"] == "not run"}
-    kernels = not_run - {"renamed", "misnamed", "unreadable"}  # these never started a kernel
+    kernels = not_run - {"renamed", "misnamed", "unreadable", "linked", *HAZARDS}  # no kernel started
     # segfault's kernel dies in the exercise it answers, so the exercises after it are not run
     assert kernels == {"exits", "sigkill", "swallows", "segfault"}
-    expected = {f"{learner}/{LESSON}" for learner in not_run - {"misnamed"}} | {
+    expected = {f"{learner}/{LESSON}" for learner in not_run - {"misnamed", "linked"}} | {
         "misnamed/00_start_here (1).ipynb"}
     assert expected <= set(entries)
     for name in set(entries) - expected:  # a kernel that a busy machine did not start in time
         assert "graded on a second try" in entries[name], entries[name]
-    for learner in not_run - {"misnamed"}:
+    for learner in not_run - {"misnamed", "linked"}:
         entry = entries[f"{learner}/{LESSON}"]
         assert row(graded_class, learner)["feedback"] in entry
     for learner in kernels:
@@ -538,7 +595,31 @@ def test_notebooks_that_cannot_be_graded_each_get_a_row_with_the_reason(graded_c
     zoe = row(graded_class, "zoe")
     assert zoe["status"] == "missing" and "no folder" in zoe["feedback"]
     assert row(graded_class, "misnamed")["status"] == "missing"  # and lesson 00 is missing
-    assert graded_class["problems"] == 6
+    assert graded_class["problems"] == 6 + len(HAZARDS) + 1
+
+
+@pytest.mark.parametrize("learner", HAZARDS)
+def test_a_submission_that_is_not_a_regular_file_of_its_own_is_refused_unopened(graded_class, learner):
+    r = row(graded_class, learner)
+    assert r["status"] == "not run" and r["sandbox"] == ""
+    assert r["feedback"].startswith("this submission was refused: it is ") and HAZARDS[learner][1] in r["feedback"]
+
+
+def test_a_learner_folder_that_is_a_link_is_refused_and_a_hidden_one_is_named(graded_class):
+    r = row(graded_class, "linked", "linked")
+    assert r["status"] == "not run" and "is a symbolic link" in r["feedback"]
+    assert not any(r["learner"] == ".hidden" for r in graded_class["rows"])
+    assert any(line.startswith("WARNING: .hidden: not graded, since its name starts with a dot")
+               for line, _ in graded_class["log"])
+
+
+def test_feedback_pages_cap_the_stored_outputs_they_show():
+    nb = blank()
+    nb.cells[exercise_index(nb)].outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * 10 ** 6)]
+    graded = run.Graded(ROOT / LESSON, "00_start_here", submission=nb, results=[
+        verdicts.Result(EXERCISE, "failed", "Hint: slice", 0, 1)])
+    html = feedback.feedback_html(graded, "ada")
+    assert len(html) < 10 ** 6 and "characters of this cell" in html and "x" * 19_000 in html
 
 
 def test_gradebook_summary_and_feedback_files(graded_class):
@@ -550,8 +631,8 @@ def test_gradebook_summary_and_feedback_files(graded_class):
     # a row per exercise for each learner whose notebook ran, for the renamed and the unreadable
     # notebook, and for zoe's, nobody's and the misnamed learner's missing lesson 00; one row for
     # the misnamed notebook itself
-    kernels = len(LEARNERS) + (len(ATTACKS) if SANDBOXED else 0)
-    assert len(rows) == len(graded_class["rows"]) == N_EXERCISES * (kernels + 5) + 1
+    kernels = len(LEARNERS) + 2 + (len(ATTACKS) if SANDBOXED else 0)  # 2: v3, subfolder
+    assert len(rows) == len(graded_class["rows"]) == N_EXERCISES * (kernels + 5 + len(HAZARDS)) + 2
     summary = {r["learner"]: r for r in csv.DictReader((out / "summary.csv").open())}
     assert list(summary["helper"]) == ["learner", "00_start_here", "total", "max_total"]
     assert (summary["helper"]["total"], summary["blank"]["total"]) == ("1", "0")
@@ -560,7 +641,7 @@ def test_gradebook_summary_and_feedback_files(graded_class):
     assert "Check <code>next_token_targets</code>: failed" in html
     assert UNSHIFTED.hint.replace("'", "&#39;") in html or UNSHIFTED.hint in html
     graded = [line for line, _ in graded_class["log"] if line.startswith("[")]
-    assert len(graded) == kernels + 3  # each kernel run, the renamed, misnamed and unreadable
+    assert len(graded) == kernels + 3 + len(HAZARDS)  # each kernel run, renamed, misnamed, unreadable
     counts = [n for line, n in graded_class["log"] if line.startswith("[")]
     assert counts == sorted(counts) and counts[0] >= 1  # rows are in the gradebook as each finishes
 
@@ -572,7 +653,8 @@ def test_a_rerun_grades_only_what_changed(graded_class, tmp_path):
     rows, _ = gradebook.grade_class(folder, out, jobs=2, roster=graded_class["roster"], cell_timeout=TIMEOUT,
                                   notebook_timeout=240, memory_gib=3, log=log.append, html=False)
     ran = [line for line in log if line.startswith("[")]
-    cheap = ("renamed/", "misnamed/", "unreadable/")  # no kernel: checked again each time
+    # no kernel: checked again each time
+    cheap = ("renamed/", "misnamed/", "unreadable/", *(f"{h}/" for h in HAZARDS))
     assert [line for line in ran if not any(c in line for c in cheap)] == [
         next(line for line in ran if "blank/" in line)]
     assert row(dict(rows=rows), "blank")["status"] == "passed"
@@ -749,3 +831,57 @@ def test_cells_are_parsed_one_thread_at_a_time(monkeypatch):
     assert lessons._names_bound("def f(x):\n    return x") == {"f"}
     assert ex.exercise_name("def g():\n    pass") == "g"
     assert parsed_while_held == [True, True]
+
+
+def test_a_gradebook_is_replaced_whole_or_not_at_all(tmp_path):
+    book = tmp_path / "gradebook.csv"
+    gradebook._write_csv(book, ["a"], [{"a": "first"}])
+
+    def rows():
+        yield {"a": "second"}
+        raise KeyboardInterrupt  # the grader killed while it writes
+
+    with pytest.raises(KeyboardInterrupt):
+        gradebook._write_csv(book, ["a"], rows())
+    assert book.read_text().splitlines() == ["a", "first"] and os.listdir(tmp_path) == ["gradebook.csv"]
+
+
+def test_a_grader_killed_mid_class_leaves_the_last_complete_gradebook(tmp_path, monkeypatch):
+    folder = tmp_path / "class"
+    for learner in ("ada", "bob", "cy"):
+        (folder / learner).mkdir(parents=True)
+        nbformat.write(blank(), folder / learner / LESSON)
+
+    def fake(path, **kwargs):
+        return run.Graded(path, "00_start_here", [verdicts.Result(EXERCISE, "failed", "=HYPERLINK(\"x\")", 0, 1)],
+                          sha256="s", sandbox="none")
+
+    def log(line):
+        if line.startswith("[2/"):
+            raise KeyboardInterrupt
+    monkeypatch.setattr(gradebook, "grade", fake)
+    with pytest.raises(KeyboardInterrupt):
+        gradebook.grade_class(folder, tmp_path / "out", jobs=1, html=False, log=log, sandbox=False)
+    rows = list(csv.DictReader((tmp_path / "out" / "gradebook.csv").open()))
+    assert len(rows) == 2 and len({r["learner"] for r in rows}) == 2  # the two graded before the kill
+    assert all(r["feedback"] == "'=HYPERLINK(\"x\")" for r in rows)  # inert in a spreadsheet
+    assert gradebook._read_gradebook(tmp_path / "out" / "gradebook.csv")[(rows[0]["learner"], "00_start_here")][0][
+        "feedback"] == "=HYPERLINK(\"x\")"  # and read back as it was
+
+
+@pytest.mark.parametrize("text, shown", [("=1+1", "'=1+1"), ("+1", "'+1"), ("-2+3", "'-2+3"),
+                                         ("@SUM(A1)", "'@SUM(A1)"), ("'quoted", "''quoted"),
+                                         ("AssertionError: -1", "AssertionError: -1")])
+def test_text_that_a_spreadsheet_would_run_is_made_inert(text, shown):
+    assert gradebook.inert(text) == shown and gradebook._plain(shown) == text
+
+
+@pytest.mark.parametrize("learner", ["later_helper", "exec_answer", "globals_answer"])
+def test_the_check_waits_for_a_helper_or_an_answer_bound_in_a_later_cell(learner, tmp_path):
+    nb = LEARNERS[learner]()
+    lesson = read(ROOT / "notebooks" / LESSON)
+    graded, placements = graded_copy.graded_copy(nb, lesson, lessons.lesson_exercises(lesson), tmp_path)
+    code = [c for c in graded.cells if c.cell_type == "code"]
+    p = next(p for p in placements if p.exercise == EXERCISE)
+    assert ("_shift" if learner == "later_helper" else EXERCISE) in code[p.check_cell - 1].source
+    assert "def next_token_targets" in code[p.defined_in].source

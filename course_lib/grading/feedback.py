@@ -1,6 +1,7 @@
 """Write feedback: the learner's notebook as HTML with each check's result under its exercise."""
 import copy
 import datetime
+import json
 import re
 import threading
 
@@ -18,6 +19,9 @@ def feedback_html(graded, learner=""):
     from traitlets.config import Config
     nb = copy.deepcopy(graded.submission) if graded.submission is not None else nbformat.v4.new_notebook()
     nb.cells = [c for c in nb.cells if not (c.get("cell_type") == "code" and "check" in tags(c))]
+    for cell in nb.cells:
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = capped_outputs(cell.get("outputs") or [])
     earned = sum(r.points for r in graded.results)
     total = sum(r.max_points for r in graded.results)
     who = re.sub(r"[^\w .@-]", "_", learner)
@@ -56,6 +60,34 @@ def feedback_html(graded, learner=""):
 
 
 _EXPORTERS = threading.local()
+# Characters of a cell's stored outputs that a feedback page shows: a notebook may hold
+# megabytes of prints or images, and the page is for reading its checks.
+OUTPUT_LIMIT = 20_000
+
+
+def capped_outputs(outputs, limit=OUTPUT_LIMIT):
+    """A cell's outputs cut to about `limit` characters in all, with a note saying what was left out."""
+    kept, used, cut = [], 0, 0
+    for output in outputs:
+        if not isinstance(output, dict):
+            continue
+        size = len(json.dumps(output, default=str))
+        if used + size <= limit:
+            kept.append(output)
+            used += size
+            continue
+        text = output.get("text") if output.get("output_type") == "stream" else None
+        if isinstance(text, list):
+            text = "".join(text)
+        if isinstance(text, str) and used < limit:  # a long print: its beginning
+            kept.append(nbformat.v4.new_output("stream", name=output.get("name", "stdout"),
+                                               text=text[:limit - used]))
+            used = limit
+        cut += size
+    if cut:
+        kept.append(nbformat.v4.new_output("stream", name="stdout", text=(
+            f"\n[{cut:,} characters of this cell's stored outputs are not shown here]\n")))
+    return kept
 
 
 def _defines_in(cell, name):

@@ -6,6 +6,7 @@ see it, and each file is written whole to a temporary name and then renamed into
 import csv
 import datetime
 import os
+import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
     if not folder.is_dir():
         raise FileNotFoundError(f"there is no class folder at {folder}: make one with a folder per "
                                 f"learner holding their notebooks, e.g. {folder}/ada/00_start_here.ipynb")
-    learners, units, loose = _learner_units(folder)
+    learners, units, loose, warnings = _learner_units(folder)
     names = read_roster(roster) if roster else []
     if not learners and not loose and not names:
         raise FileNotFoundError(f"the class folder {folder} is empty: it needs a folder per learner "
@@ -71,73 +72,73 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                                     f"(read-only): move it elsewhere, e.g. under your home folder")
     out.mkdir(parents=True, exist_ok=True)
     book = out / "gradebook.csv"
-    old = _read_gradebook(book)
+    old = _read_gradebook(book) or {}
     index = _lesson_index(lessons)
     watched = tree_hash(root)
-    with book.open("a" if old is not None else "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, GRADEBOOK)
-        if old is None:
-            writer.writeheader()
-            old = {}
-        final, problems, seen = {}, 0, set()
-        todo = []
-        for learner, path in units:
-            lesson_path = index.get(path.name)
-            key = (learner, path.stem if lesson_path else f"? {path.name}")
-            if key in seen:
-                final[(learner, f"! {path}")] = [dict(
-                    learner=learner, lesson=path.stem, exercise="", points=0, max_points=0,
-                    status="not run", sha256="", feedback=f"another notebook of lesson {path.stem} "
-                    f"for {learner} was graded; only one per lesson counts ({path.relative_to(folder)})")]
-                problems += 1
+    _write_csv(book, GRADEBOOK, [r for k in sorted(old) for r in old[k]])  # there from the start
+    for warning in warnings:
+        log(f"WARNING: {warning}")
+    final, problems, seen = {}, 0, set()
+    todo = []
+    for learner, path in units:
+        lesson_path = index.get(path.name)
+        key = (learner, path.stem if lesson_path else f"? {path.name}")
+        if key in seen:
+            final[(learner, f"! {path}")] = [dict(
+                learner=learner, lesson=path.stem, exercise="", points=0, max_points=0,
+                status="not run", sha256="", feedback=f"another notebook of lesson {path.stem} "
+                f"for {learner} was graded; only one per lesson counts ({path.relative_to(folder)})")]
+            problems += 1
+            continue
+        seen.add(key)
+        if lesson_path is not None:
+            try:
+                sha = submission_hash(path, lesson_path, root)
+            except (OSError, ValueError):  # refused or unreadable: grade() says why
+                sha = None
+            previous = old.get((learner, path.stem))
+            if sha and previous and all(r["sha256"] == sha and r["sandbox"] == mode
+                                        for r in previous):
+                final[key] = previous
+                log(f"{learner}/{path.name}: unchanged since it was graded, kept")
                 continue
-            seen.add(key)
-            if lesson_path is not None:
+        todo.append((learner, path, key))
+    done = 0
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(grade, path, lessons=lessons, cell_timeout=cell_timeout,
+                               notebook_timeout=notebook_timeout, memory_gib=memory_gib,
+                               root=root, startup_timeout=startup_timeout,
+                               sandbox=mode == SANDBOXED):
+                   (learner, path, key) for learner, path, key in todo}
+        for future in as_completed(futures):
+            learner, path, key = futures[future]
+            done += 1
+            try:
+                graded = future.result()
+            except Exception as e:  # a bug of ours must not stop the class
+                graded = Graded(path, None, problem=f"the grader failed: {type(e).__name__}: {e}")
+            rows = _rows(learner, graded)
+            final[key] = rows
+            # the whole gradebook, rewritten and renamed into place: a grader killed now leaves
+            # this complete one (earlier runs' rows for what is still to grade included)
+            _write_csv(book, GRADEBOOK, [r for k in sorted(old.keys() - final.keys()) for r in old[k]]
+                       + [r for k in sorted(final) for r in final[k]])
+            if graded.retried or any(r["status"] == "not run" for r in rows):
+                _append_log(out / "grading.log", learner, path, graded, rows)
+            problems += graded.problem is not None
+            if html and graded.lesson is not None:
+                target = out / "feedback" / learner / f"{graded.lesson}.html"
+                target.parent.mkdir(parents=True, exist_ok=True)
                 try:
-                    sha = submission_hash(path, lesson_path, root)
-                except OSError:
-                    sha = None
-                previous = old.get((learner, path.stem))
-                if sha and previous and all(r["sha256"] == sha and r["sandbox"] == mode
-                                                  for r in previous):
-                    final[key] = previous
-                    log(f"{learner}/{path.name}: unchanged since it was graded, kept")
-                    continue
-            todo.append((learner, path, key))
-        done = 0
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(grade, path, lessons=lessons, cell_timeout=cell_timeout,
-                                   notebook_timeout=notebook_timeout, memory_gib=memory_gib,
-                                   root=root, startup_timeout=startup_timeout,
-                                   sandbox=mode == SANDBOXED):
-                       (learner, path, key) for learner, path, key in todo}
-            for future in as_completed(futures):
-                learner, path, key = futures[future]
-                done += 1
-                try:
-                    graded = future.result()
-                except Exception as e:  # a bug of ours must not stop the class
-                    graded = Graded(path, None, problem=f"the grader failed: {type(e).__name__}: {e}")
-                rows = _rows(learner, graded)
-                writer.writerows(rows)
-                f.flush()
-                if graded.retried or any(r["status"] == "not run" for r in rows):
-                    _append_log(out / "grading.log", learner, path, graded, rows)
-                final[key] = rows
-                problems += graded.problem is not None
-                if html and graded.lesson is not None:
-                    target = out / "feedback" / learner / f"{graded.lesson}.html"
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    try:
-                        target.write_text(feedback_html(graded, learner), encoding="utf-8")
-                    except Exception as e:  # nbconvert on an odd notebook: the grades still stand
-                        log(f"{learner}/{path.name}: no feedback file ({type(e).__name__}: {e})")
-                earned = sum(float(r["points"]) for r in rows)
-                total = sum(float(r["max_points"]) for r in rows)
-                log(f"[{done}/{len(todo)}] {learner}/{path.name}: "
-                    + (graded.problem if graded.problem and graded.lesson is None else
-                       f"{_points(earned)}/{_points(total)} points") + f" ({graded.seconds:.0f} s)"
-                    + (f"; {graded.retried}" if graded.retried else ""))
+                    target.write_text(feedback_html(graded, learner), encoding="utf-8")
+                except Exception as e:  # nbconvert on an odd notebook: the grades still stand
+                    log(f"{learner}/{path.name}: no feedback file ({type(e).__name__}: {e})")
+            earned = sum(float(r["points"]) for r in rows)
+            total = sum(float(r["max_points"]) for r in rows)
+            log(f"[{done}/{len(todo)}] {learner}/{path.name}: "
+                + (graded.problem if graded.problem and graded.lesson is None else
+                   f"{_points(earned)}/{_points(total)} points") + f" ({graded.seconds:.0f} s)"
+                + (f"; {graded.retried}" if graded.retried else ""))
     for learner, name, problem in loose:
         final[(learner, f"? {name}")] = [dict(learner=learner, lesson=Path(name).stem, exercise="",
                                               points=0, max_points=0, status="not run",
@@ -199,6 +200,7 @@ def _read_gradebook(path):
             return None
         runs = {}
         for row in reader:
+            row = {k: _plain(v or "") for k, v in row.items()}
             key = (row["learner"], row["lesson"])
             rows = runs.setdefault(key, [])
             if rows and (rows[-1]["sha256"] != row["sha256"]
@@ -209,12 +211,36 @@ def _read_gradebook(path):
 
 
 def _write_csv(path, fields, rows):
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fields, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, path)
+    """Write a CSV whole to a temporary file beside `path`, then rename it into place (atomic)."""
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fields, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows({k: inert(v) for k, v in row.items()} for row in rows)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+# A spreadsheet reads a cell that starts with one of these as a formula (=HYPERLINK(...), +1+1,
+# -2+3, @SUM(...)) or a control; such text gets a leading ' that makes it plain text there.
+FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert(value):
+    """Text a spreadsheet shows as text: a leading ' before a formula sign (and before a leading ')."""
+    if isinstance(value, str) and value[:1] in (*FORMULA, "'"):
+        return "'" + value
+    return value
+
+
+def _plain(value):
+    """inert, undone: the text as the grader wrote it."""
+    return value[1:] if value[:1] == "'" and value[1:2] in (*FORMULA, "'") else value
 
 
 def _write_summary(path, rows, lessons):

@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 
 from course_lib.exercises import ROOT, tags
-from course_lib.grading.lessons import defines
+from course_lib.grading.lessons import _names_bound as names_bound, defines, may_bind, uses
 from course_lib.grading.sandbox import STARTUP_TIMEOUT
 
 PRELOAD = ("numpy", "torch", "matplotlib.pyplot")
@@ -39,6 +39,28 @@ def _grader_check(root, module, exercise, namespace):
     figures = set()
     if "matplotlib.pyplot" in sys.modules:
         figures = set(sys.modules["matplotlib.pyplot"].get_fignums())
+    # what the learner's function shows while it is checked (print, display(), logging,
+    # warnings) is not the check's output: only the checker's pass line or feedback is
+    streams, shell, shown = (sys.stdout, sys.stderr), None, None
+    try:
+        shell = get_ipython()  # noqa: F821 (the kernel's)
+        from IPython.core.displaypub import DisplayPublisher
+
+        class _Unshown(DisplayPublisher):
+            def publish(self, *args, **kwargs):
+                pass
+
+            def clear_output(self, *args, **kwargs):
+                pass
+        shown, shell.display_pub = shell.display_pub, _Unshown(shell=shell)
+    except Exception:
+        shell = None
+    sink = io.StringIO()
+    for stream in streams:
+        try:
+            stream.write = sink.write
+        except Exception:
+            pass
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
             try:
@@ -60,6 +82,13 @@ def _grader_check(root, module, exercise, namespace):
     except BaseException as e:  # a failed check: its feedback, never a pass line
         result = f"{{type(e).__name__}}: {{e}}"
     finally:
+        for stream in streams:
+            try:
+                del stream.write
+            except Exception:
+                pass
+        if shell is not None:
+            shell.display_pub = shown
         sys.modules.update(kept)
         if "matplotlib.pyplot" in sys.modules:
             plt = sys.modules["matplotlib.pyplot"]
@@ -115,14 +144,19 @@ class Placement:
 def graded_copy(submission, lesson, found, root):
     """(notebook, placements): the learner's cells with the lesson's checks restored.
 
-    Each check goes right after the code cell that last defines its function. The
+    Each check goes right after the code cell that last defines its function, or later: after
+    the last cell that may bind it by exec or globals(), and after the last that binds a name
+    the function reads (a helper defined below it). The
     learner's own check cells and nbval markers are dropped, their outputs cleared, and
     cells after the last check are left out.
     """
     nb = nbformat.v4.new_notebook(metadata=copy.deepcopy(lesson.metadata))
-    cells = []
+    cells, check_at = [], {}
     for cell in submission.cells:
         if cell.get("cell_type") == "code" and "check" in tags(cell):
+            for ex in found:  # where the learner's own check was: helpers come before it
+                if f"check_{ex.name}" in cell.get("source", ""):
+                    check_at.setdefault(ex.name, len(cells))
             continue
         cell = copy.deepcopy(cell)
         if cell.get("cell_type") == "code":
@@ -130,11 +164,19 @@ def graded_copy(submission, lesson, found, root):
             keep = [t for t in tags(cell) if not t.startswith(("nbval", "raises-exception"))]
             cell.setdefault("metadata", {})["tags"] = keep
         cells.append(cell)
-    after = {}
+    defined, after = {}, {}
+    code = [(i, c.get("source", "")) for i, c in enumerate(cells) if c.get("cell_type") == "code"]
     for ex in found:
-        where = [i for i, c in enumerate(cells) if c.get("cell_type") == "code"
-                 and defines(c.get("source", ""), ex.name)]
-        after[ex.name] = where[-1] if where else None
+        where = [i for i, source in code if defines(source, ex.name)]
+        defined[ex.name] = where[-1] if where else None
+        # the check waits for the last cell that may bind the function (exec, globals()) and
+        # for the last that binds a name the function reads (a helper in a later cell)
+        needs = uses(code_source(cells, defined[ex.name]), ex.name)
+        start = -1 if defined[ex.name] is None else defined[ex.name]
+        end = check_at.get(ex.name, len(cells)) if check_at.get(ex.name, -1) > start else len(cells)
+        later = [i for i, source in code if start < i < end and (
+            may_bind(source, ex.name) or needs & (names_bound(source) or frozenset()))]
+        after[ex.name] = max(where + later, default=None)
     last = max((i for i in after.values() if i is not None), default=-1)
     out, placed, position = [], {}, {}
     for i, cell in enumerate(cells[: last + 1]):
@@ -154,9 +196,13 @@ def graded_copy(submission, lesson, found, root):
         if cell.get("cell_type") == "code":
             code_number[i] = len(code_number)
     placements = [Placement(ex.name, ex.points, code_number[placed[ex.name]],
-                            None if after[ex.name] is None else code_number[position[after[ex.name]]])
+                            None if defined[ex.name] is None else code_number[position[defined[ex.name]]])
                   for ex in found]
     return nb, placements
+
+
+def code_source(cells, index):
+    return "" if index is None else cells[index].get("source", "")
 
 
 def _check_cell(ex, root):

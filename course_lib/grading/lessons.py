@@ -115,3 +115,40 @@ def _lesson_marks(stamp):
     ours = frozenset(c.source.strip() for c in lesson.cells if c.cell_type == "markdown") - {""}
     return ours, tuple(n for n, _, _ in exercises(lesson))
 
+
+
+DYNAMIC = ("exec", "eval", "globals", "setattr", "__import__", "locals", "vars")
+
+
+@functools.lru_cache(maxsize=4096)
+def uses(source, name):
+    """The global names that the function `name`, defined at the top of a cell, reads in its body."""
+    try:
+        tree = parse_python(source)
+    except SyntaxError:
+        return frozenset()
+    found = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            args = node.args
+            local = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+            local |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+            loaded = set()
+            for inner in node.body:
+                for n in ast.walk(inner):
+                    if isinstance(n, ast.Name):
+                        (loaded if isinstance(n.ctx, ast.Load) else local).add(n.id)
+            found = loaded - local
+    return frozenset(found - {name})
+
+
+@functools.lru_cache(maxsize=4096)
+def may_bind(source, name):
+    """Whether a cell may bind `name` without saying so: exec, globals()[...], setattr... with the name in it."""
+    try:
+        tree = parse_python(source)
+    except SyntaxError:
+        return False
+    dynamic = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in DYNAMIC
+                  for n in ast.walk(tree))
+    return dynamic and re.search(rf"\b{re.escape(name)}\b", source) is not None

@@ -26,7 +26,7 @@ from course_lib.grading.plugin import _read_records
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, bwrap_command, give_to, process_limit, sandbox_env,
                                         sandbox_uid, unavailable)
-from course_lib.grading.submissions import identify, submission_hash
+from course_lib.grading.submissions import identify, read_submission, submission_hash
 from course_lib.grading.verdicts import Result, _cell_name, verdicts
 
 # The first process of a graded copy: `python -m pytest` with nbval and the grader's plugin,
@@ -214,11 +214,17 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     sandboxed = use_sandbox(sandbox)
     index = _lesson_index(lessons)
     lesson_path = Path(lesson) if lesson else index.get(path.name)
+    data = submission = None
     try:
-        submission = nbformat.read(path, as_version=4)
-        if not isinstance(submission.get("cells"), list):
-            raise ValueError("it has no list of cells")
-    except Exception as e:  # not JSON, not a notebook, unreadable
+        data = read_submission(path)
+    except ValueError as e:  # a link, a FIFO, a device, too large: never opened
+        unreadable = f"this submission was refused: {e}"
+    try:
+        if data is not None:
+            submission = nbformat.reads(data.decode("utf-8"), as_version=4)
+            if not isinstance(submission.get("cells"), list):
+                raise ValueError("it has no list of cells")
+    except Exception as e:  # not JSON, not a notebook
         submission = None
         unreadable = f"the notebook could not be read ({type(e).__name__}: {str(e)[:200]})"
     if lesson_path is None:
@@ -245,7 +251,7 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     if best != lesson_path.name and scores[best] > scores.get(lesson_path.name, 0) + 0.5:
         return not_run(f"this notebook is lesson {Path(best).stem} (its text and exercises are that "
                        f"lesson's), saved as {path.name}; hand in {lesson_path.name} itself")
-    sha = submission_hash(path, lesson_path, root)
+    sha = submission_hash(path, lesson_path, root, data=data)
     folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=f"grade-{stem}-"))
     if keep:
         shutil.rmtree(folder, ignore_errors=True)
