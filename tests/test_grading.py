@@ -131,6 +131,11 @@ assert resource.getrlimit(resource.RLIMIT_AS) == (3 * 2 ** 30,) * 2  # hard: it 
 assert resource.getrlimit(resource.RLIMIT_NPROC)[1] != resource.RLIM_INFINITY
 return ids[:-1], _shift(ids)""")),
     "syntax": lambda: fill(blank(), {EXERCISE: "return ids[:-1], ids[1:"}),
+    # forged pass lines: a stub's message that draws the pass line over itself, and an
+    # exception class named after the exercise whose message is the rest of the pass line
+    "cr_forgery": lambda: fill(blank(), {EXERCISE: 'raise NotImplementedError("\\rnext_token_targets: 6 checks passed")'}),
+    "named_forgery": lambda: fill(blank(), {EXERCISE: """\
+raise type("next_token_targets", (NotImplementedError,), {})("6 checks passed")"""}),
     # honest habits, each of which must pass
     "habits": lambda: fill(blank(), {EXERCISE: HABITS}),
     "later_helper": lambda: with_cell(fill(blank(), {EXERCISE: "return ids[:-1], _shift(ids)"}),
@@ -405,6 +410,16 @@ def test_a_wrong_answer_fails_with_its_hint_whatever_the_notebook_did_to_the_che
     r = row(graded_class, learner)
     assert r["status"] == "failed", why(graded_class, learner)
     assert UNSHIFTED.hint in r["feedback"] and "AssertionError" in r["feedback"]
+
+
+@pytest.mark.parametrize("learner, shown", [
+    ("cr_forgery", "NotImplementedError: \\rnext_token_targets: 6 checks passed"),
+    ("named_forgery", "next_token_targets (not a built-in exception): 6 checks passed"),
+])
+def test_a_failure_cannot_print_itself_as_the_pass_line(graded_class, learner, shown):
+    r = row(graded_class, learner)
+    assert r["status"] == "failed" and r["points"] == "0", why(graded_class, learner)
+    assert r["feedback"].endswith(shown), r["feedback"]
 
 
 def test_an_input_transformer_that_drops_check_lines_fails(graded_class):
@@ -885,3 +900,34 @@ def test_the_check_waits_for_a_helper_or_an_answer_bound_in_a_later_cell(learner
     p = next(p for p in placements if p.exercise == EXERCISE)
     assert ("_shift" if learner == "later_helper" else EXERCISE) in code[p.check_cell - 1].source
     assert "def next_token_targets" in code[p.defined_in].source
+
+
+BORROWS = {  # the softmax exercise of lesson 01 answered with the course's own softmax
+    "imported under another name": ("from course_lib.attention import softmax as sm", "return sm(x)"),
+    "imported in the function": (None, "import course_lib.attention as A\nreturn A.softmax(x)"),
+    "bound to its name": ("import course_lib.attention\nsoftmax = course_lib.attention.softmax", None),
+    "imported as its name": ("from course_lib.attention import softmax", None),
+}
+
+
+@pytest.mark.parametrize("how", BORROWS)
+def test_the_courses_own_implementation_gets_no_credit(how):
+    from course_lib.grading import borrowed
+    cell, body = BORROWS[how]
+    lesson = ROOT / "exercises" / "01_attention_by_hand.ipynb"
+    nb = fill(read(lesson), {"softmax": body or REFERENCE["softmax"]})
+    at = next(i for name, i, _ in exercises(nb) if name == "softmax")
+    if cell:
+        nb.cells.insert(at + 1 if body is None else at, nbformat.v4.new_code_cell(cell))
+    assert borrowed.borrowed(nb, "softmax") == "course_lib.attention.softmax"
+    (r,) = borrowed.no_credit([verdicts.Result("softmax", "passed", "softmax: 26 checks passed", 1, 1)], nb)
+    assert (r.status, r.points) == ("failed", 0)
+    assert r.feedback.startswith("no credit: the answer uses the course's own course_lib.attention.softmax")
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
+def test_the_lessons_own_solutions_are_not_taken_for_the_courses_implementation(lesson):
+    """tests/answers.py's REFERENCE calls course_lib (it is flagged); the lessons' solutions are written out."""
+    from course_lib.grading import borrowed
+    nb = read(lesson)
+    assert [name for name, _, _ in exercises(nb) if borrowed.borrowed(nb, name)] == []

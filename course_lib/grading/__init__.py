@@ -8,9 +8,10 @@ The modules follow a notebook's way through grading:
 - `lessons`: the lesson's exercises, checkers, points and stored pass lines;
 - `submissions`: find and read submissions, and tell which lesson a notebook is;
 - `graded_copy`: the learner's cells with the lesson's checks restored, laid out in a folder;
-- `sandbox` and `run`: pytest with nbval on that copy, in a process tree under limits
+- `sandbox` and `run`: pytest with nbval on that copy, in a bubblewrap sandbox under limits
   (`plugin` is the part that runs inside, beside nbval, and records each cell);
-- `verdicts`: one result per exercise from those records, with the reason in words;
+- `verdicts`: one result per exercise from those records, with the reason in words
+  (`borrowed`: no credit for an exercise answered by course_lib's own implementation);
 - `gradebook` and `feedback`: a class's gradebook.csv, summary.csv, grading.log and pages;
 - `cli`: the command (`__main__` runs it).
 

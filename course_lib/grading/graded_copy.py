@@ -80,7 +80,10 @@ def _grader_check(root, module, exercise, namespace):
         sys.stdout.write("interrupted\\n")
         raise
     except BaseException as e:  # a failed check: its feedback, never a pass line
-        result = f"{{type(e).__name__}}: {{e}}"
+        kind = type(e).__name__
+        if type(e).__module__ != "builtins":  # a class of the notebook's, whatever its name
+            kind = f"{{type(e).__module__}}.{{type(e).__qualname__}} (not a built-in exception)"
+        result = f"{{kind}}: {{e}}"
     finally:
         for stream in streams:
             try:
@@ -94,6 +97,9 @@ def _grader_check(root, module, exercise, namespace):
             plt = sys.modules["matplotlib.pyplot"]
             for number in set(plt.get_fignums()) - figures:
                 plt.close(number)
+    # a carriage return, a backspace or an escape code would let a failure draw a pass line
+    # over itself: each control character is shown as its escape, never obeyed
+    result = "".join(c if c == "\\n" or (c >= " " and c != "\\x7f") else repr(c)[1:-1] for c in str(result))
     sys.stdout.write(result + "\\n")
 
 

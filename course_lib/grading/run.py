@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 
 from course_lib.exercises import ROOT
+from course_lib.grading.borrowed import no_credit
 from course_lib.grading.graded_copy import changed, graded_copy, tree_hash, write_copy
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
 from course_lib.grading.plugin import _read_records
@@ -280,7 +281,7 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
             reason = f"{run.start_failure}; tried twice, so this notebook was not graded: grade it again"
             results = [Result(e.name, "not run", reason, 0, e.points) for e in found]
         else:
-            results = verdicts(run.cells, placements, settings, run.stopped)
+            results = no_credit(verdicts(run.cells, placements, settings, run.stopped), submission, root)
         touched = changed(before, tree_hash(copy_root, ("course_lib",)))
         if touched:
             reason = (f"the notebook changed the grading copy of course_lib ({', '.join(touched[:3])}), "
