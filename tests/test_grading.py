@@ -931,3 +931,9 @@ def test_the_lessons_own_solutions_are_not_taken_for_the_courses_implementation(
     from course_lib.grading import borrowed
     nb = read(lesson)
     assert [name for name, _, _ in exercises(nb) if borrowed.borrowed(nb, name)] == []
+
+
+def test_the_gradebook_says_what_each_notebook_cost_in_cpu(graded_class):
+    r = row(graded_class, "helper")
+    assert float(r["cpu_seconds"]) > 0.5  # a kernel that imported torch and ran the lesson
+    assert row(graded_class, "fifo")["cpu_seconds"] == ""  # refused: nothing ran

@@ -25,8 +25,10 @@ from course_lib.grading.verdicts import _points
 STATUSES = ("passed", "failed", "not run", "missing")
 # `sandbox`: how the row's notebook ran: "bubblewrap", "none" (--no-sandbox, or a machine without
 # one), or empty when it never ran (missing, unreadable, misnamed).
+# `cpu_seconds`: the CPU that grading the row's notebook took, its pytest and kernel together
+# (the same on each of its rows; empty when nothing ran or it was not measured).
 GRADEBOOK = ["learner", "lesson", "exercise", "points", "max_points", "status", "feedback", "sha256",
-             "sandbox"]
+             "sandbox", "cpu_seconds"]
 
 
 def _rows(learner, graded):
@@ -35,7 +37,9 @@ def _rows(learner, graded):
                      status="not run", feedback=graded.problem, sha256="")]
     return [dict(learner=learner, lesson=graded.lesson, exercise=r.exercise, points=_points(r.points),
                  max_points=_points(r.max_points), status=r.status, feedback=r.feedback,
-                 sha256=graded.sha256, sandbox=graded.sandbox) for r in graded.results]
+                 sha256=graded.sha256, sandbox=graded.sandbox,
+                 cpu_seconds="" if graded.cpu_seconds is None else f"{graded.cpu_seconds:g}")
+            for r in graded.results]
 
 
 def cores():

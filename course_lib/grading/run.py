@@ -64,7 +64,11 @@ import course_lib.grading.plugin as g
 g._RECORD = setup["record"]
 import pytest
 os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-sys.exit(pytest.main(["-p", "nbval.plugin", *sys.argv[1:]]))
+status = pytest.main(["-p", "nbval.plugin", *sys.argv[1:]])
+if resource is not None:  # the CPU of this process and the kernel it waited for
+    used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    g._record({"cpu_seconds": round(sum(u.ru_utime + u.ru_stime for u in used), 2)})
+sys.exit(status)
 """
 
 
@@ -84,6 +88,7 @@ class Graded:
     retried: str | None = None    # why it was graded a second time, if it was
     log: str = ""                 # each try, the cells that did not pass, pytest's output tail
     sandbox: str = ""             # how its code ran: SANDBOXED, UNSANDBOXED, or "" (it did not run)
+    cpu_seconds: float | None = None  # CPU of its pytest and kernel, every try (None: not measured)
 
 
 FILE_LIMIT = 2 ** 30  # bytes of any one file a graded notebook writes
@@ -111,6 +116,7 @@ class Run:
     start_failure: str | None = None  # why no kernel got as far as the first cell: worth a retry
     output: str = ""                  # the tail of pytest's own output
     kernel_seconds: float | None = None  # how long the kernel took to start, imports included
+    cpu_seconds: float | None = None     # CPU of pytest and the kernel, as pytest measured it
 
 
 def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIMEOUT, limits=None,
@@ -199,8 +205,9 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
         stopped = f"pytest stopped with status {proc.returncode}: {output.strip()[-500:]}"
     if start_failure:
         stopped = start_failure
+    cpu = next((e["cpu_seconds"] for e in entries if "cpu_seconds" in e), None)
     return Run(cells, stopped, start_failure, output,
-               None if started is None else started["seconds"])
+               None if started is None else started["seconds"], cpu)
 
 
 def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
@@ -258,6 +265,7 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
     tries = []  # why each earlier try's kernel did not get as far as the first cell
+    cpu_used = []  # each try's CPU seconds
     try:
         while True:
             copy_root = folder.resolve()
@@ -271,6 +279,7 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
                       "RLIMIT_CORE": 0, "RLIMIT_FSIZE": FILE_LIMIT}
             run = _run_copy(copy_root, lesson_path.name, notebook_timeout, startup_timeout,
                             limits=limits, sandboxed=sandboxed)
+            cpu_used.append(run.cpu_seconds)
             if run.start_failure is None or len(tries) == 1:
                 break
             tries.append(run.start_failure)  # the machine's fault, not the notebook's: once more
@@ -296,7 +305,8 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     return Graded(path, stem, results, sha256=sha, seconds=time.monotonic() - start,
                   submission=submission, placements=placements, retried=retried,
                   log=_diagnosis(run, settings, tries),
-                  sandbox=SANDBOXED if sandboxed else UNSANDBOXED)
+                  sandbox=SANDBOXED if sandboxed else UNSANDBOXED,
+                  cpu_seconds=None if None in cpu_used else round(sum(cpu_used), 2))
 
 
 def _diagnosis(run, settings, tries):
