@@ -711,6 +711,7 @@ def test_class_mode_refuses_to_grade_unsandboxed_unless_told(tmp_path, monkeypat
     out = capsys.readouterr().out
     assert out.startswith("notice: no sandbox here (bubblewrap is not installed (test))")
     assert "next_token_targets: failed" in out
+    assert "graded without a sandbox" in out
 
 
 @pytest.mark.parametrize("make", ["missing", "empty"])

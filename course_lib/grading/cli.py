@@ -7,7 +7,8 @@ from course_lib.exercises import ROOT
 from course_lib.grading.gradebook import grade_class
 from course_lib.grading.graded_copy import changed, tree_hash
 from course_lib.grading.lessons import LESSONS
-from course_lib.grading.sandbox import CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, STARTUP_TIMEOUT, unavailable
+from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
+                                        unavailable)
 from course_lib.grading.run import SandboxUnavailable, grade
 from course_lib.grading.verdicts import _points
 
@@ -100,6 +101,8 @@ def main(argv=None):
     earned = sum(r.points for r in graded.results)
     total = sum(r.max_points for r in graded.results)
     print(f"{_points(earned)} of {_points(total)} points for {graded.lesson}")
+    if graded.sandbox:
+        print("graded in a bubblewrap sandbox" if graded.sandbox == SANDBOXED else "graded without a sandbox")
     if args.keep:
         print(f"the graded copy is in {args.keep}; `python -m pytest {args.keep}/notebooks/` reruns it")
     touched = changed(watched, tree_hash(ROOT))
