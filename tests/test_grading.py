@@ -15,7 +15,7 @@ import time
 import nbformat
 import pytest
 
-from course_lib import grading
+from course_lib.grading import cli, feedback, gradebook, graded_copy, lessons, plugin, run, sandbox, verdicts
 from course_lib.exercises import exercises, tags
 
 from answers import REFERENCE, WRONG
@@ -127,9 +127,24 @@ def _shift(ids):
 """ + exercise_source("""\
 import os, resource
 assert os.environ["OMP_NUM_THREADS"] == "1" and torch.get_num_threads() == 1
-assert resource.getrlimit(resource.RLIMIT_AS)[0] == 3 * 2 ** 30
+assert resource.getrlimit(resource.RLIMIT_AS) == (3 * 2 ** 30,) * 2  # hard: it cannot be raised
+assert resource.getrlimit(resource.RLIMIT_NPROC)[1] != resource.RLIM_INFINITY
 return ids[:-1], _shift(ids)""")),
     "syntax": lambda: fill(blank(), {EXERCISE: "return ids[:-1], ids[1:"}),
+    # forged pass lines: a stub's message that draws the pass line over itself, and an
+    # exception class named after the exercise whose message is the rest of the pass line
+    "cr_forgery": lambda: fill(blank(), {EXERCISE: 'raise NotImplementedError("\\rnext_token_targets: 6 checks passed")'}),
+    "named_forgery": lambda: fill(blank(), {EXERCISE: """\
+raise type("next_token_targets", (NotImplementedError,), {})("6 checks passed")"""}),
+    # honest habits, each of which must pass
+    "habits": lambda: fill(blank(), {EXERCISE: HABITS}),
+    "later_helper": lambda: with_cell(fill(blank(), {EXERCISE: "return ids[:-1], _shift(ids)"}),
+                                      "def _shift(ids):\n    return ids[1:]", at=exercise_index(blank()) + 1),
+    "exec_answer": lambda: with_cell(blank(), "exec('def next_token_targets(ids):\\n    return ids[:-1], ids[1:]')",
+                                     at=exercise_index(blank()) + 1),
+    "globals_answer": lambda: with_cell(blank(), "globals()['next_token_targets'] = lambda ids: (ids[:-1], ids[1:])",
+                                        at=exercise_index(blank()) + 1),
+    "never_run": lambda: _never_run(fill(blank(), REFERENCE)),
     "stalls": lambda: with_cell(fill(blank(), REFERENCE), STALL, at=1),
     "writes": lambda: with_cell(wrong(), """\
 import course_lib, pathlib
@@ -141,6 +156,118 @@ with open("../notebooks/" + "stray.txt", "w") as f:
 with open("../data/shakespeare.txt", "a") as f:
     f.write("more")"""),
 }
+
+
+# A notebook that tries to reach outside its sandbox. Its cell sets _WORKED to what the attack
+# got (None when it was stopped) and _WHY to what stopped it; its answer is right only when the
+# attack worked, so a sandbox that lets it through shows as a pass, and one that stops it as a
+# failure whose feedback says what stopped it.
+ATTACK_ANSWER = exercise_source("""\
+if _WORKED is None:
+    raise ValueError("attack blocked: " + _WHY)
+return ids[:-1], ids[1:]""")
+
+
+def attack(cell):
+    return _replace_exercise(with_cell(blank(), "_WORKED, _WHY = None, ''\n" + cell), ATTACK_ANSWER)
+
+
+ATTACKS = {
+    # takes the answers in a classmate's notebook
+    "reads": lambda c: attack(f"""\
+try:
+    _WORKED = open({str(c["folder"] / "helper" / LESSON)!r}).read()
+except OSError as e:
+    _WHY = repr(e)"""),
+    # overwrites a classmate's submission, and writes into the class folder and --out
+    "overwrites": lambda c: attack(f"""\
+for _path in ({str(c["folder"] / "blank" / LESSON)!r}, {str(c["folder"] / "planted.txt")!r},
+              {str(c["out"] / "gradebook.csv")!r}, {str(c["out"] / "planted.txt")!r}):
+    try:
+        with open(_path, "w") as f:
+            f.write("planted")
+        _WORKED = _path
+    except OSError as e:
+        _WHY += repr(e) + "; "
+"""),
+    # looks for the grader, and the kernels graded beside it, in /proc, and signals them
+    "signals": lambda c: attack(f"""\
+import os, signal
+_mine = os.environ["HOME"]
+for _pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        _cmd = open(f"/proc/{{_pid}}/cmdline", "rb").read().decode(errors="replace")
+    except OSError:
+        continue
+    if "test_grading" in _cmd or ("grade-00_start_here-" in _cmd and _mine not in _cmd):
+        _WORKED = _cmd
+_WHY = "no foreign process in /proc; "
+try:
+    os.kill({c["grader"]}, 0)
+    _WORKED = _WORKED or "the grader can be signalled"
+except OSError as e:
+    _WHY += repr(e)"""),
+    # leaves a process behind that would run on after grading
+    "outlives": lambda c: attack(f"""\
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(900)  # {c["marker"]}"],
+                 start_new_session=True)
+_WHY = "left a process running"
+"""),
+    # raises its own limits, and starts more processes than it may
+    "limits": lambda c: attack("""\
+import os, resource, time
+try:
+    resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    _WORKED = "raised its memory limit"
+except (ValueError, OSError) as e:
+    _WHY = repr(e) + "; "
+_children = []
+try:
+    for _ in range(2000):
+        _pid = os.fork()
+        if _pid == 0:
+            time.sleep(20)
+            os._exit(0)
+        _children.append(_pid)
+    _WORKED = _WORKED or f"started {len(_children)} processes"
+except OSError as e:
+    _WHY += f"{e!r} after {len(_children)} processes"
+for _pid in _children:
+    os.kill(_pid, 9)
+    os.waitpid(_pid, 0)"""),
+}
+
+
+# Files that are not what they seem, each refused without being opened (learner: (make, reason)).
+HAZARDS = {
+    "links_solution": (lambda f, p: p.symlink_to(ROOT / "notebooks" / LESSON), "symbolic link"),
+    "links_classmate": (lambda f, p: p.symlink_to(f / "helper" / LESSON), "symbolic link"),
+    "devzero": (lambda f, p: p.symlink_to("/dev/zero"), "symbolic link (to /dev/zero)"),
+    "fifo": (lambda f, p: os.mkfifo(p), "a FIFO (named pipe), not a regular file"),
+    # sparse: 101 MB long, no disk used, and refused by its size alone
+    "huge": (lambda f, p: (p.write_bytes(b""), os.truncate(p, 101 * 2 ** 20)), "101 MB, over the 100 MB"),
+}
+
+
+# What an honest learner leaves in a function: prints, display(), logging and warnings.
+HABITS = """\
+print("computing the targets of", ids)
+from IPython.display import display
+display({"ids": ids.tolist()})
+import logging, warnings
+logging.basicConfig()
+logging.getLogger("mine").warning("a log line")
+warnings.warn("a warning of my own")
+return ids[:-1], ids[1:]"""
+HONEST = ["habits", "later_helper", "exec_answer", "globals_answer", "never_run", "v3", "subfolder"]
+
+
+def _never_run(nb):
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
 
 
 def _edit_checks(nb, source):
@@ -176,6 +303,21 @@ def graded_class(tmp_path_factory):
     (folder / "unreadable").mkdir()
     (folder / "unreadable" / LESSON).write_text("{ not json")
     (folder / "nobody").mkdir()
+    for learner, (make, _) in HAZARDS.items():
+        (folder / learner).mkdir()
+        make(folder, folder / learner / LESSON)
+    (folder / "linked").symlink_to(folder / "helper")  # a learner folder that is a link
+    (folder / "v3").mkdir()  # a notebook saved in nbformat 3
+    (folder / "v3" / LESSON).write_text(nbformat.writes(nbformat.convert(fill(blank(), REFERENCE), 3), version=3))
+    (folder / "subfolder" / "week1").mkdir(parents=True)
+    nbformat.write(fill(blank(), REFERENCE), folder / "subfolder" / "week1" / LESSON)
+    (folder / ".hidden").mkdir()  # a hidden folder: a warning, never silence
+    nbformat.write(fill(blank(), REFERENCE), folder / ".hidden" / LESSON)
+    if SANDBOXED:
+        context = dict(folder=folder, out=out, grader=os.getpid(), marker=MARKER)
+        for learner, make in ATTACKS.items():
+            (folder / learner).mkdir()
+            nbformat.write(make(context), folder / learner / LESSON)
     roster = base / "roster.txt"
     roster.write_text("learner\nhelper\nzoe\n")
     # Pay once, outside the graded kernels, for what a fresh environment builds on first import
@@ -183,22 +325,40 @@ def graded_class(tmp_path_factory):
     subprocess.run([sys.executable, "-c", "import matplotlib.pyplot, torch, course_lib.model"],
                    check=True)
     submitted = folder_hash(folder)
-    instructor = grading.tree_hash(ROOT)
+    instructor = graded_copy.tree_hash(ROOT)
     log = []
 
     def record(line):  # what the gradebook holds each time a notebook finishes
         rows = list(csv.DictReader((out / "gradebook.csv").open()))
         log.append((line, len(rows)))
 
-    rows, problems = grading.grade_class(folder, out, jobs=2, roster=roster, cell_timeout=TIMEOUT,
-                                         notebook_timeout=240, memory_gib=3, log=record)
+    rows, problems = gradebook.grade_class(folder, out, jobs=2, roster=roster, cell_timeout=TIMEOUT,
+                                           notebook_timeout=240, memory_gib=3, log=record,
+                                           sandbox=SANDBOXED)
     keep_log(out / "grading.log")
     return dict(folder=folder, out=out, rows=rows, problems=problems, log=log, roster=roster,
-                changed=grading.changed(instructor, grading.tree_hash(ROOT)),
+                changed=graded_copy.changed(instructor, graded_copy.tree_hash(ROOT)),
+                survivors=processes_with(MARKER),
                 submissions_changed=folder_hash(folder) != submitted)
 
 
 ARTEFACTS = ROOT / "tests" / "artefacts" / "grading"
+SANDBOXED = sandbox.unavailable() is None
+needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=f"no sandbox here: {sandbox.unavailable()}")
+MARKER = f"left-behind-{os.getpid()}-{time.time_ns()}"
+
+
+def processes_with(text):
+    """The command lines of this machine's processes that contain `text`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+        except OSError:
+            continue
+        if text in command:
+            found.append(command)
+    return found
 
 
 def keep_log(path):
@@ -252,6 +412,16 @@ def test_a_wrong_answer_fails_with_its_hint_whatever_the_notebook_did_to_the_che
     assert UNSHIFTED.hint in r["feedback"] and "AssertionError" in r["feedback"]
 
 
+@pytest.mark.parametrize("learner, shown", [
+    ("cr_forgery", "NotImplementedError: \\rnext_token_targets: 6 checks passed"),
+    ("named_forgery", "next_token_targets (not a built-in exception): 6 checks passed"),
+])
+def test_a_failure_cannot_print_itself_as_the_pass_line(graded_class, learner, shown):
+    r = row(graded_class, learner)
+    assert r["status"] == "failed" and r["points"] == "0", why(graded_class, learner)
+    assert r["feedback"].endswith(shown), r["feedback"]
+
+
 def test_an_input_transformer_that_drops_check_lines_fails(graded_class):
     r = row(graded_class, "transformer")
     assert r["status"] == "failed"
@@ -288,6 +458,13 @@ def test_a_timeout_is_said_as_a_timeout(graded_class):
         f"the check ran past the {TIMEOUT} s time limit per cell (an endless loop, or far too slow?)")
 
 
+@pytest.mark.parametrize("learner", HONEST)
+def test_honest_habits_pass(graded_class, learner):
+    r = row(graded_class, learner)
+    assert (r["status"], r["feedback"]) == ("passed", "next_token_targets: 6 checks passed"), \
+        why(graded_class, learner)
+
+
 @pytest.mark.parametrize("learner", ["copied", "helper"])
 def test_the_check_follows_the_cell_that_last_defines_the_function(graded_class, learner):
     assert row(graded_class, learner)["status"] == "passed", why(graded_class, learner)
@@ -304,15 +481,15 @@ def test_every_not_run_is_logged_with_its_reason_and_pytests_output(graded_class
     log = (graded_class["out"] / "grading.log").read_text()
     entries = entries_of(log)
     not_run = {r["learner"] for r in graded_class["rows"] if r["status"] == "not run"}
-    kernels = not_run - {"renamed", "misnamed", "unreadable"}  # these never started a kernel
+    kernels = not_run - {"renamed", "misnamed", "unreadable", "linked", *HAZARDS}  # no kernel started
     # segfault's kernel dies in the exercise it answers, so the exercises after it are not run
     assert kernels == {"exits", "sigkill", "swallows", "segfault"}
-    expected = {f"{learner}/{LESSON}" for learner in not_run - {"misnamed"}} | {
+    expected = {f"{learner}/{LESSON}" for learner in not_run - {"misnamed", "linked"}} | {
         "misnamed/00_start_here (1).ipynb"}
     assert expected <= set(entries)
     for name in set(entries) - expected:  # a kernel that a busy machine did not start in time
         assert "graded on a second try" in entries[name], entries[name]
-    for learner in not_run - {"misnamed"}:
+    for learner in not_run - {"misnamed", "linked"}:
         entry = entries[f"{learner}/{LESSON}"]
         assert row(graded_class, learner)["feedback"] in entry
     for learner in kernels:
@@ -323,14 +500,14 @@ def test_every_not_run_is_logged_with_its_reason_and_pytests_output(graded_class
 
 
 def _fails_to_start_once(monkeypatch):
-    real, calls = grading._run_copy, []
+    real, calls = run._run_copy, []
 
     def run_copy(*args, **kwargs):
         calls.append(args)
         if len(calls) == 1:
-            return grading.Run({}, start_failure="the machine was too slow to start the kernel (test)")
+            return run.Run({}, start_failure="the machine was too slow to start the kernel (test)")
         return real(*args, **kwargs)
-    monkeypatch.setattr(grading, "_run_copy", run_copy)
+    monkeypatch.setattr(run, "_run_copy", run_copy)
     return calls
 
 
@@ -338,7 +515,7 @@ def test_a_kernel_that_did_not_start_is_started_again_once_and_it_says_so(tmp_pa
     path = tmp_path / LESSON
     nbformat.write(fill(blank(), REFERENCE), path)
     calls = _fails_to_start_once(monkeypatch)
-    graded = grading.grade(path, cell_timeout=TIMEOUT)
+    graded = run.grade(path, cell_timeout=TIMEOUT)
     assert len(calls) == 2
     assert [r.status for r in graded.results] == ["passed"] * N_EXERCISES, graded.log
     assert graded.retried == ("graded on a second try: on the first, the machine was too slow to "
@@ -349,7 +526,7 @@ def test_a_kernel_that_did_not_start_is_started_again_once_and_it_says_so(tmp_pa
 def test_a_kernel_that_cannot_start_at_all_is_not_run_with_the_reason(tmp_path):
     path = tmp_path / LESSON
     nbformat.write(fill(blank(), REFERENCE), path)
-    graded = grading.grade(path, startup_timeout=0.01)
+    graded = run.grade(path, startup_timeout=0.01)
     assert len(graded.results) == N_EXERCISES
     for result in graded.results:
         assert result.status == "not run"
@@ -365,7 +542,7 @@ def test_a_notebook_past_its_time_limit_is_stopped(tmp_path):
     path = tmp_path / LESSON
     nbformat.write(with_cell(fill(blank(), REFERENCE), "import time\ntime.sleep(60)", at=1), path)
     start = time.monotonic()
-    results = grading.grade(path, cell_timeout=120, notebook_timeout=15).results
+    results = run.grade(path, cell_timeout=120, notebook_timeout=15).results
     assert len(results) == N_EXERCISES
     for result in results:
         assert result.status == "not run"
@@ -383,10 +560,40 @@ def test_a_syntax_error_is_reported_as_a_syntax_error(graded_class):
 def test_writes_stay_in_the_graded_copy_and_tampering_with_it_fails(graded_class):
     r = row(graded_class, "writes")
     assert r["status"] == "failed"
-    assert "changed the grading copy of course_lib (course_lib/checks/lesson00.py)" in r["feedback"]
+    if SANDBOXED:  # the copy's course_lib is read-only: the write fails, the check runs as it is
+        assert UNSHIFTED.hint in r["feedback"], why(graded_class, "writes")
+    else:
+        assert "changed the grading copy of course_lib (course_lib/checks/lesson00.py)" in r["feedback"]
     assert graded_class["changed"] == []
     assert not graded_class["submissions_changed"]
     assert not (ROOT / "notebooks" / "stray.txt").exists()
+
+
+@needs_sandbox
+@pytest.mark.parametrize("learner, stopped_by", [
+    ("reads", "FileNotFoundError"),          # the class folder is not in the sandbox at all
+    ("overwrites", "FileNotFoundError"),
+    ("signals", "ProcessLookupError"),       # its own PID namespace: the grader is not there
+    ("limits", "BlockingIOError"),           # the hard limits: no raising them, no fork bomb
+])
+def test_a_notebook_cannot_reach_outside_its_sandbox(graded_class, learner, stopped_by):
+    r = row(graded_class, learner)
+    assert r["status"] == "failed" and r["sandbox"] == "bubblewrap", why(graded_class, learner)
+    assert "attack blocked: " in r["feedback"] and stopped_by in r["feedback"], r["feedback"]
+    if learner == "limits":
+        assert "ValueError" in r["feedback"] and "after" in r["feedback"]  # not raised; forks refused
+
+
+@needs_sandbox
+def test_nothing_outside_the_sandbox_changed_and_no_process_outlived_its_notebook(graded_class):
+    folder, out = graded_class["folder"], graded_class["out"]
+    assert not graded_class["submissions_changed"]
+    assert not (folder / "planted.txt").exists() and not (out / "planted.txt").exists()
+    assert "planted" not in (out / "gradebook.csv").read_text()
+    assert row(graded_class, "outlives")["status"] == "failed"
+    assert graded_class["survivors"] == [] and processes_with(MARKER) == []
+    assert {r["sandbox"] for r in graded_class["rows"] if r["status"] in ("passed", "failed")} == {
+        "bubblewrap"}
 
 
 def test_notebooks_that_cannot_be_graded_each_get_a_row_with_the_reason(graded_class):
@@ -403,7 +610,31 @@ def test_notebooks_that_cannot_be_graded_each_get_a_row_with_the_reason(graded_c
     zoe = row(graded_class, "zoe")
     assert zoe["status"] == "missing" and "no folder" in zoe["feedback"]
     assert row(graded_class, "misnamed")["status"] == "missing"  # and lesson 00 is missing
-    assert graded_class["problems"] == 6
+    assert graded_class["problems"] == 6 + len(HAZARDS) + 1
+
+
+@pytest.mark.parametrize("learner", HAZARDS)
+def test_a_submission_that_is_not_a_regular_file_of_its_own_is_refused_unopened(graded_class, learner):
+    r = row(graded_class, learner)
+    assert r["status"] == "not run" and r["sandbox"] == ""
+    assert r["feedback"].startswith("this submission was refused: it is ") and HAZARDS[learner][1] in r["feedback"]
+
+
+def test_a_learner_folder_that_is_a_link_is_refused_and_a_hidden_one_is_named(graded_class):
+    r = row(graded_class, "linked", "linked")
+    assert r["status"] == "not run" and "is a symbolic link" in r["feedback"]
+    assert not any(r["learner"] == ".hidden" for r in graded_class["rows"])
+    assert any(line.startswith("WARNING: .hidden: not graded, since its name starts with a dot")
+               for line, _ in graded_class["log"])
+
+
+def test_feedback_pages_cap_the_stored_outputs_they_show():
+    nb = blank()
+    nb.cells[exercise_index(nb)].outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * 10 ** 6)]
+    graded = run.Graded(ROOT / LESSON, "00_start_here", submission=nb, results=[
+        verdicts.Result(EXERCISE, "failed", "Hint: slice", 0, 1)])
+    html = feedback.feedback_html(graded, "ada")
+    assert len(html) < 10 ** 6 and "characters of this cell" in html and "x" * 19_000 in html
 
 
 def test_gradebook_summary_and_feedback_files(graded_class):
@@ -411,11 +642,12 @@ def test_gradebook_summary_and_feedback_files(graded_class):
     rows = list(csv.DictReader((out / "gradebook.csv").open()))
     assert list(rows[0])[:7] == ["learner", "lesson", "exercise", "points", "max_points", "status",
                                  "feedback"]
-    assert {r["status"] for r in rows} <= set(grading.STATUSES)
+    assert {r["status"] for r in rows} <= set(gradebook.STATUSES)
     # a row per exercise for each learner whose notebook ran, for the renamed and the unreadable
     # notebook, and for zoe's, nobody's and the misnamed learner's missing lesson 00; one row for
     # the misnamed notebook itself
-    assert len(rows) == len(graded_class["rows"]) == N_EXERCISES * (len(LEARNERS) + 5) + 1
+    kernels = len(LEARNERS) + 2 + (len(ATTACKS) if SANDBOXED else 0)  # 2: v3, subfolder
+    assert len(rows) == len(graded_class["rows"]) == N_EXERCISES * (kernels + 5 + len(HAZARDS)) + 2
     summary = {r["learner"]: r for r in csv.DictReader((out / "summary.csv").open())}
     assert list(summary["helper"]) == ["learner", "00_start_here", "total", "max_total"]
     assert (summary["helper"]["total"], summary["blank"]["total"]) == ("1", "0")
@@ -424,7 +656,7 @@ def test_gradebook_summary_and_feedback_files(graded_class):
     assert "Check <code>next_token_targets</code>: failed" in html
     assert UNSHIFTED.hint.replace("'", "&#39;") in html or UNSHIFTED.hint in html
     graded = [line for line, _ in graded_class["log"] if line.startswith("[")]
-    assert len(graded) == len(LEARNERS) + 3  # each kernel run, the renamed, misnamed and unreadable
+    assert len(graded) == kernels + 3 + len(HAZARDS)  # each kernel run, renamed, misnamed, unreadable
     counts = [n for line, n in graded_class["log"] if line.startswith("[")]
     assert counts == sorted(counts) and counts[0] >= 1  # rows are in the gradebook as each finishes
 
@@ -433,10 +665,11 @@ def test_a_rerun_grades_only_what_changed(graded_class, tmp_path):
     folder, out = graded_class["folder"], graded_class["out"]
     nbformat.write(fill(blank(), REFERENCE), folder / "blank" / LESSON)
     log = []
-    rows, _ = grading.grade_class(folder, out, jobs=2, roster=graded_class["roster"], cell_timeout=TIMEOUT,
+    rows, _ = gradebook.grade_class(folder, out, jobs=2, roster=graded_class["roster"], cell_timeout=TIMEOUT,
                                   notebook_timeout=240, memory_gib=3, log=log.append, html=False)
     ran = [line for line in log if line.startswith("[")]
-    cheap = ("renamed/", "misnamed/", "unreadable/")  # no kernel: checked again each time
+    # no kernel: checked again each time
+    cheap = ("renamed/", "misnamed/", "unreadable/", *(f"{h}/" for h in HAZARDS))
     assert [line for line in ran if not any(c in line for c in cheap)] == [
         next(line for line in ran if "blank/" in line)]
     assert row(dict(rows=rows), "blank")["status"] == "passed"
@@ -448,20 +681,37 @@ def test_the_learners_own_pytest_run_gives_the_same_verdict(tmp_path):
     path = tmp_path / LESSON
     nbformat.write(wrong(), path)
     keep = tmp_path / "graded"
-    graded = grading.grade(path, keep=keep)
+    graded = run.grade(path, keep=keep)
     result = next(r for r in graded.results if r.exercise == EXERCISE)
     assert result.status == "failed" and UNSHIFTED.hint in result.feedback
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    run = subprocess.run([sys.executable, "-m", "pytest", "notebooks/"], cwd=keep, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 1
-    assert f"{EXERCISE}: failed (0/1)  {result.feedback.splitlines()[0]}" in run.stdout
+    rerun = subprocess.run([sys.executable, "-m", "pytest", "notebooks/"], cwd=keep, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 1
+    assert f"{EXERCISE}: failed (0/1)  {result.feedback.splitlines()[0]}" in rerun.stdout
 
 
 def test_single_notebook_command(tmp_path, capsys):
     missing = tmp_path / "nowhere.ipynb"
-    assert grading.main([str(missing)]) == 2
+    assert cli.main([str(missing)]) == 2
     assert "there is no notebook" in capsys.readouterr().err
+
+
+def test_class_mode_refuses_to_grade_unsandboxed_unless_told(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "class"
+    (folder / "ada").mkdir(parents=True)
+    nbformat.write(blank(), folder / "ada" / LESSON)
+    for module in (run, cli):
+        monkeypatch.setattr(module, "unavailable", lambda: "bubblewrap is not installed (test)")
+    assert cli.main([str(folder), "--class", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "bubblewrap is not installed (test)" in err and "--no-sandbox" in err
+    assert not (tmp_path / "out" / "gradebook.csv").exists()
+    assert cli.main([str(folder / "ada" / LESSON), "--timeout", "60"]) == 1  # one notebook: it runs
+    out = capsys.readouterr().out
+    assert out.startswith("notice: no sandbox here (bubblewrap is not installed (test))")
+    assert "next_token_targets: failed" in out
+    assert "graded without a sandbox" in out
 
 
 @pytest.mark.parametrize("make", ["missing", "empty"])
@@ -469,7 +719,7 @@ def test_an_empty_or_missing_class_folder_is_a_message_not_a_traceback(tmp_path,
     folder = tmp_path / "class"
     if make == "empty":
         folder.mkdir()
-    assert grading.main([str(folder), "--class", "--out", str(tmp_path / "out")]) == 2
+    assert cli.main([str(folder), "--class", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and ("no class folder" in err or "is empty" in err)
 
@@ -479,8 +729,8 @@ def test_an_empty_or_missing_class_folder_is_a_message_not_a_traceback(tmp_path,
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
 def test_graded_copy_of_each_lesson_puts_each_check_right_after_its_exercise(lesson, tmp_path):
     nb = read(ROOT / "exercises" / lesson.name)
-    found = grading.lesson_exercises(read(lesson))
-    copy, placements = grading.graded_copy(nb, read(lesson), found, tmp_path)
+    found = lessons.lesson_exercises(read(lesson))
+    copy, placements = graded_copy.graded_copy(nb, read(lesson), found, tmp_path)
     code = [c for c in copy.cells if c.cell_type == "code"]
     for p, (name, i, _) in zip(placements, exercises(nb)):
         assert p.exercise == name
@@ -496,7 +746,7 @@ def test_graded_copy_of_each_lesson_puts_each_check_right_after_its_exercise(les
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
 def test_each_checker_prints_the_lessons_stored_pass_line(lesson, capsys):
     """The pass line nbval compares is fixed: the checker prints it again for the reference."""
-    for ex in grading.lesson_exercises(read(lesson)):
+    for ex in lessons.lesson_exercises(read(lesson)):
         import importlib
         checker = getattr(importlib.import_module(ex.module), f"check_{ex.name}")
         checker(function_from(ex.name, REFERENCE[ex.name]))
@@ -505,73 +755,73 @@ def test_each_checker_prints_the_lessons_stored_pass_line(lesson, capsys):
 
 def test_points_come_from_the_check_cells_metadata(tmp_path):
     lesson = read(ROOT / "notebooks" / LESSON)
-    assert [e.points for e in grading.lesson_exercises(lesson)] == [1] * N_EXERCISES
+    assert [e.points for e in lessons.lesson_exercises(lesson)] == [1] * N_EXERCISES
     lesson.cells[exercises(lesson)[0][2]].metadata["points"] = 2.5
-    assert [e.points for e in grading.lesson_exercises(lesson)] == [2.5] + [1] * (N_EXERCISES - 1)
+    assert [e.points for e in lessons.lesson_exercises(lesson)] == [2.5] + [1] * (N_EXERCISES - 1)
     lesson.cells[exercises(lesson)[0][2]].metadata["points"] = "two"
     with pytest.raises(ValueError, match="points='two'"):
-        grading.lesson_exercises(lesson)
+        lessons.lesson_exercises(lesson)
 
 
 def test_feedback_html_escapes_the_learners_own_html():
     nb = blank()
     nb.cells.insert(1, nbformat.v4.new_markdown_cell("## Mine <script>alert(1)</script>"))
-    graded = grading.Graded(ROOT / LESSON, "00_start_here", submission=nb, results=[
-        grading.Result(EXERCISE, "failed", "Hint: <script>alert(2)</script>", 0, 1)])
-    html = grading.feedback_html(graded, "ada")
+    graded = run.Graded(ROOT / LESSON, "00_start_here", submission=nb, results=[
+        verdicts.Result(EXERCISE, "failed", "Hint: <script>alert(2)</script>", 0, 1)])
+    html = feedback.feedback_html(graded, "ada")
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)" in html
     assert "Check <code>next_token_targets</code>: failed" in html and "0 of 1 points" in html
 
 
 def test_a_record_line_not_signed_by_the_plugin_is_refused(tmp_path, monkeypatch):
     path = tmp_path / "record.jsonl"
-    monkeypatch.setattr(grading, "_RECORD", [str(path), "secret"])
-    grading._record({"cell": 0, "outcome": "failed"})
+    monkeypatch.setattr(plugin, "_RECORD", [str(path), "secret"])
+    plugin._record({"cell": 0, "outcome": "failed"})
     with path.open("a") as f:
         f.write('0000 {"cell": 0, "outcome": "passed"}\n')
-    assert grading._read_records(path, "secret") == ([{"cell": 0, "outcome": "failed"}], True)
+    assert plugin._read_records(path, "secret") == ([{"cell": 0, "outcome": "failed"}], True)
 
 
 def test_a_record_line_cut_short_is_not_a_forgery(tmp_path, monkeypatch):
     """A run killed at its time limit while it wrote a record: the lines before still count."""
     path = tmp_path / "record.jsonl"
-    monkeypatch.setattr(grading, "_RECORD", [str(path), "secret"])
-    grading._record({"cell": 0, "outcome": "passed"})
+    monkeypatch.setattr(plugin, "_RECORD", [str(path), "secret"])
+    plugin._record({"cell": 0, "outcome": "passed"})
     with path.open("a") as f:
         f.write('ab12 {"cell": 1, "outc')
-    assert grading._read_records(path, "secret") == ([{"cell": 0, "outcome": "passed"}], False)
+    assert plugin._read_records(path, "secret") == ([{"cell": 0, "outcome": "passed"}], False)
 
 
 def test_why_a_check_did_not_run_names_the_cell_that_stopped_the_kernel():
     settings = {"cell_timeout": 60, "sources": {"0": "import torch", "1": "x = 1"}}
     base = dict(when="call", xfail=False, died=False, error=None, stdout="", late=None, busy=None)
     dead = dict(base, outcome="failed", message="Kernel dead on test start")
-    check = grading.Placement("f", 1, 2, 1)
+    check = graded_copy.Placement("f", 1, 2, 1)
     late = {0: dict(base, outcome="passed", message=None),
             1: dict(base, outcome="failed", message="Timeout of 5 seconds exceeded waiting for output.",
                     late=60.2),
             2: dead}
-    (r,) = grading.verdicts(late, [check], settings)
+    (r,) = verdicts.verdicts(late, [check], settings)
     assert (r.status, r.feedback) == ("not run", "the machine was too busy: the kernel finished cell 1 "
                                                  "(`x = 1`) but its output had not arrived 60.2 s later, "
                                                  "so nbval stopped the kernel; grade it again, before this check")
     other = {**late, 1: dict(base, outcome="failed", message="Kernel aborted execution request")}
-    (r,) = grading.verdicts(other, [check], settings)
+    (r,) = verdicts.verdicts(other, [check], settings)
     assert r.feedback == ("the kernel had stopped before this check, after cell 1 (`x = 1`): "
                           "Kernel aborted execution request")
     slow = dict(base, outcome="skipped", message="Timeout of 60 seconds exceeded executing cell",
                 busy=[60.1, 5.0, 50.2])  # a time limit reached on a machine too busy to run the check
-    (r,) = grading.verdicts({**late, 1: dict(base, outcome="passed", message=None), 2: slow}, [check], settings)
+    (r,) = verdicts.verdicts({**late, 1: dict(base, outcome="passed", message=None), 2: slow}, [check], settings)
     assert (r.status, r.feedback) == ("failed", "the check ran past the 60 s time limit per cell (an endless "
                                                 "loop, or far too slow?); the machine was busy: of those "
                                                 "60.1 s the kernel ran 5 s and waited 50.2 s for a CPU")
 
 
 def test_defines_finds_helpers_copies_imports_and_broken_cells():
-    assert grading.defines("def helper():\n    pass\n\ndef f(x):\n    return x", "f")
-    assert grading.defines("from mine import f", "f")
-    assert grading.defines("def f(x):\n    return x[", "f")  # a SyntaxError: by its text
-    assert not grading.defines("y = f(2)", "f")
+    assert lessons.defines("def helper():\n    pass\n\ndef f(x):\n    return x", "f")
+    assert lessons.defines("from mine import f", "f")
+    assert lessons.defines("def f(x):\n    return x[", "f")  # a SyntaxError: by its text
+    assert not lessons.defines("y = f(2)", "f")
 
 
 def test_cells_are_parsed_one_thread_at_a_time(monkeypatch):
@@ -593,7 +843,98 @@ def test_cells_are_parsed_one_thread_at_a_time(monkeypatch):
     monkeypatch.setattr(ex, "_AST_LOCK", Watched())
     monkeypatch.setattr(ex.ast, "parse", lambda source: (parsed_while_held.append(bool(held)),
                                                           real_parse(source))[1])
-    grading._names_bound.cache_clear()
-    assert grading._names_bound("def f(x):\n    return x") == {"f"}
+    lessons._names_bound.cache_clear()
+    assert lessons._names_bound("def f(x):\n    return x") == {"f"}
     assert ex.exercise_name("def g():\n    pass") == "g"
     assert parsed_while_held == [True, True]
+
+
+def test_a_gradebook_is_replaced_whole_or_not_at_all(tmp_path):
+    book = tmp_path / "gradebook.csv"
+    gradebook._write_csv(book, ["a"], [{"a": "first"}])
+
+    def rows():
+        yield {"a": "second"}
+        raise KeyboardInterrupt  # the grader killed while it writes
+
+    with pytest.raises(KeyboardInterrupt):
+        gradebook._write_csv(book, ["a"], rows())
+    assert book.read_text().splitlines() == ["a", "first"] and os.listdir(tmp_path) == ["gradebook.csv"]
+
+
+def test_a_grader_killed_mid_class_leaves_the_last_complete_gradebook(tmp_path, monkeypatch):
+    folder = tmp_path / "class"
+    for learner in ("ada", "bob", "cy"):
+        (folder / learner).mkdir(parents=True)
+        nbformat.write(blank(), folder / learner / LESSON)
+
+    def fake(path, **kwargs):
+        return run.Graded(path, "00_start_here", [verdicts.Result(EXERCISE, "failed", "=HYPERLINK(\"x\")", 0, 1)],
+                          sha256="s", sandbox="none")
+
+    def log(line):
+        if line.startswith("[2/"):
+            raise KeyboardInterrupt
+    monkeypatch.setattr(gradebook, "grade", fake)
+    with pytest.raises(KeyboardInterrupt):
+        gradebook.grade_class(folder, tmp_path / "out", jobs=1, html=False, log=log, sandbox=False)
+    rows = list(csv.DictReader((tmp_path / "out" / "gradebook.csv").open()))
+    assert len(rows) == 2 and len({r["learner"] for r in rows}) == 2  # the two graded before the kill
+    assert all(r["feedback"] == "'=HYPERLINK(\"x\")" for r in rows)  # inert in a spreadsheet
+    assert gradebook._read_gradebook(tmp_path / "out" / "gradebook.csv")[(rows[0]["learner"], "00_start_here")][0][
+        "feedback"] == "=HYPERLINK(\"x\")"  # and read back as it was
+
+
+@pytest.mark.parametrize("text, shown", [("=1+1", "'=1+1"), ("+1", "'+1"), ("-2+3", "'-2+3"),
+                                         ("@SUM(A1)", "'@SUM(A1)"), ("'quoted", "''quoted"),
+                                         ("AssertionError: -1", "AssertionError: -1")])
+def test_text_that_a_spreadsheet_would_run_is_made_inert(text, shown):
+    assert gradebook.inert(text) == shown and gradebook._plain(shown) == text
+
+
+@pytest.mark.parametrize("learner", ["later_helper", "exec_answer", "globals_answer"])
+def test_the_check_waits_for_a_helper_or_an_answer_bound_in_a_later_cell(learner, tmp_path):
+    nb = LEARNERS[learner]()
+    lesson = read(ROOT / "notebooks" / LESSON)
+    graded, placements = graded_copy.graded_copy(nb, lesson, lessons.lesson_exercises(lesson), tmp_path)
+    code = [c for c in graded.cells if c.cell_type == "code"]
+    p = next(p for p in placements if p.exercise == EXERCISE)
+    assert ("_shift" if learner == "later_helper" else EXERCISE) in code[p.check_cell - 1].source
+    assert "def next_token_targets" in code[p.defined_in].source
+
+
+BORROWS = {  # the softmax exercise of lesson 01 answered with the course's own softmax
+    "imported under another name": ("from course_lib.attention import softmax as sm", "return sm(x)"),
+    "imported in the function": (None, "import course_lib.attention as A\nreturn A.softmax(x)"),
+    "bound to its name": ("import course_lib.attention\nsoftmax = course_lib.attention.softmax", None),
+    "imported as its name": ("from course_lib.attention import softmax", None),
+}
+
+
+@pytest.mark.parametrize("how", BORROWS)
+def test_the_courses_own_implementation_gets_no_credit(how):
+    from course_lib.grading import borrowed
+    cell, body = BORROWS[how]
+    lesson = ROOT / "exercises" / "01_attention_by_hand.ipynb"
+    nb = fill(read(lesson), {"softmax": body or REFERENCE["softmax"]})
+    at = next(i for name, i, _ in exercises(nb) if name == "softmax")
+    if cell:
+        nb.cells.insert(at + 1 if body is None else at, nbformat.v4.new_code_cell(cell))
+    assert borrowed.borrowed(nb, "softmax") == "course_lib.attention.softmax"
+    (r,) = borrowed.no_credit([verdicts.Result("softmax", "passed", "softmax: 26 checks passed", 1, 1)], nb)
+    assert (r.status, r.points) == ("failed", 0)
+    assert r.feedback.startswith("no credit: the answer uses the course's own course_lib.attention.softmax")
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
+def test_the_lessons_own_solutions_are_not_taken_for_the_courses_implementation(lesson):
+    """tests/answers.py's REFERENCE calls course_lib (it is flagged); the lessons' solutions are written out."""
+    from course_lib.grading import borrowed
+    nb = read(lesson)
+    assert [name for name, _, _ in exercises(nb) if borrowed.borrowed(nb, name)] == []
+
+
+def test_the_gradebook_says_what_each_notebook_cost_in_cpu(graded_class):
+    r = row(graded_class, "helper")
+    assert float(r["cpu_seconds"]) > 0.5  # a kernel that imported torch and ran the lesson
+    assert row(graded_class, "fifo")["cpu_seconds"] == ""  # refused: nothing ran

@@ -1,0 +1,108 @@
+"""Write feedback: the learner's notebook as HTML with each check's result under its exercise."""
+import copy
+import datetime
+import json
+import re
+import threading
+
+import nbformat
+
+from course_lib.exercises import tags
+from course_lib.grading.lessons import defines
+from course_lib.grading.verdicts import _points
+
+# ---------------------------------------------------------------- feedback file
+
+def feedback_html(graded, learner=""):
+    """The learner's notebook as HTML, with each check's result after the cell that defines it."""
+    from nbconvert import HTMLExporter
+    from traitlets.config import Config
+    nb = copy.deepcopy(graded.submission) if graded.submission is not None else nbformat.v4.new_notebook()
+    nb.cells = [c for c in nb.cells if not (c.get("cell_type") == "code" and "check" in tags(c))]
+    for cell in nb.cells:
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = capped_outputs(cell.get("outputs") or [])
+    earned = sum(r.points for r in graded.results)
+    total = sum(r.max_points for r in graded.results)
+    who = re.sub(r"[^\w .@-]", "_", learner)
+    head = [f"# Feedback: {graded.lesson or graded.path.name}" + (f", {who}" if who else ""),
+            f"**{_points(earned)} of {_points(total)} points.** Graded "
+            f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}. Each check's result follows "
+            f"the cell that defines its function. The checks say what they tested; they are "
+            f"feedback, not proof."]
+    if graded.problem:
+        head.append("This notebook was not graded; the reason is below.")
+    cells = [nbformat.v4.new_markdown_cell("\n\n".join(head))]
+    if graded.problem and not graded.results:
+        cells.append(_result_cell("grading", graded.problem))
+    code_seen, pending = -1, list(graded.results)
+    by_name = {p.exercise: p for p in graded.placements}
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.get("cell_type") != "code":
+            continue
+        code_seen += 1
+        for r in list(pending):
+            p = by_name.get(r.exercise)
+            if p is not None and p.defined_in is not None and _defines_in(cell, r.exercise) and \
+                    not any(_defines_in(c, r.exercise) for c in nb.cells[nb.cells.index(cell) + 1:]):
+                cells.extend(_result_cells(r))
+                pending.remove(r)
+    for r in pending:
+        cells.extend(_result_cells(r))
+    nb.cells = cells
+    if not hasattr(_EXPORTERS, "html"):  # loading the templates costs more than using them
+        # the learner's own HTML (in markdown and outputs) is escaped: no script runs when opened
+        _EXPORTERS.html = HTMLExporter(config=Config(
+            {"HTMLExporter": {"preprocessors": ["nbconvert.preprocessors.sanitize.SanitizeHTML"]}}))
+    body, _ = _EXPORTERS.html.from_notebook_node(nb)
+    return body
+
+
+_EXPORTERS = threading.local()
+# Characters of a cell's stored outputs that a feedback page shows: a notebook may hold
+# megabytes of prints or images, and the page is for reading its checks.
+OUTPUT_LIMIT = 20_000
+
+
+def capped_outputs(outputs, limit=OUTPUT_LIMIT):
+    """A cell's outputs cut to about `limit` characters in all, with a note saying what was left out."""
+    kept, used, cut = [], 0, 0
+    for output in outputs:
+        if not isinstance(output, dict):
+            continue
+        size = len(json.dumps(output, default=str))
+        if used + size <= limit:
+            kept.append(output)
+            used += size
+            continue
+        text = output.get("text") if output.get("output_type") == "stream" else None
+        if isinstance(text, list):
+            text = "".join(text)
+        if isinstance(text, str) and used < limit:  # a long print: its beginning
+            kept.append(nbformat.v4.new_output("stream", name=output.get("name", "stdout"),
+                                               text=text[:limit - used]))
+            used = limit
+        cut += size
+    if cut:
+        kept.append(nbformat.v4.new_output("stream", name="stdout", text=(
+            f"\n[{cut:,} characters of this cell's stored outputs are not shown here]\n")))
+    return kept
+
+
+def _defines_in(cell, name):
+    return cell.get("cell_type") == "code" and defines(cell.get("source", ""), name)
+
+
+def _result_cell(title, text):
+    cell = nbformat.v4.new_code_cell(f"# {title}")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text + "\n")]
+    return cell
+
+
+def _result_cells(r):
+    mark = {"passed": "passed", "failed": "failed", "not run": "not run", "missing": "missing"}[r.status]
+    return [nbformat.v4.new_markdown_cell(f"**Check `{r.exercise}`: {mark}**, "
+                                          f"{_points(r.points)} of {_points(r.max_points)} points"),
+            _result_cell(f"check_{r.exercise}({r.exercise})", r.feedback)]
+

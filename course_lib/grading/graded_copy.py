@@ -1,0 +1,326 @@
+"""Build the graded copy: the learner's cells with the lesson's checks restored, and its folder.
+
+The copy holds the learner's cells, then each of the lesson's check cells put back after
+the cell that last defines its exercise function, and nothing after the last check. A
+restored check cell loads its checker afresh from the copy's own course_lib (not the name
+in the kernel) and carries the lesson's stored pass line, which nbval compares.
+"""
+import copy
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from course_lib.exercises import ROOT, tags
+from course_lib.grading.lessons import _names_bound as names_bound, defines, may_bind, uses
+from course_lib.grading.sandbox import STARTUP_TIMEOUT
+
+PRELOAD = ("numpy", "torch", "matplotlib.pyplot")
+COPIED = ("course_lib", "data")   # what a graded copy gets of the instructor's tree
+WATCHED = ("course_lib", "notebooks", "data")  # what must not change while grading
+
+
+# ---------------------------------------------------------------- the graded copy
+
+CHECK_CELL = '''\
+# Restored by the grader: the lesson's check of `{name}`, with its checker loaded afresh
+# from the grading copy of course_lib. What it prints is compared with the lesson's pass line.
+def _grader_check(root, module, exercise, namespace):
+    import contextlib, importlib, importlib.machinery as machinery, io, sys
+    kept = {{k: sys.modules.pop(k) for k in list(sys.modules)
+             if k == "course_lib" or k.startswith("course_lib.")}}
+    path, meta_path, out = sys.path[:], sys.meta_path[:], io.StringIO()
+    figures = set()
+    if "matplotlib.pyplot" in sys.modules:
+        figures = set(sys.modules["matplotlib.pyplot"].get_fignums())
+    # what the learner's function shows while it is checked (print, display(), logging,
+    # warnings) is not the check's output: only the checker's pass line or feedback is
+    streams, shell, shown = (sys.stdout, sys.stderr), None, None
+    try:
+        shell = get_ipython()  # noqa: F821 (the kernel's)
+        from IPython.core.displaypub import DisplayPublisher
+
+        class _Unshown(DisplayPublisher):
+            def publish(self, *args, **kwargs):
+                pass
+
+            def clear_output(self, *args, **kwargs):
+                pass
+        shown, shell.display_pub = shell.display_pub, _Unshown(shell=shell)
+    except Exception:
+        shell = None
+    sink = io.StringIO()
+    for stream in streams:
+        try:
+            stream.write = sink.write
+        except Exception:
+            pass
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                sys.path[:0] = [root]
+                sys.meta_path[:] = [machinery.BuiltinImporter, machinery.FrozenImporter,
+                                    machinery.PathFinder]
+                checker = getattr(importlib.import_module(module), "check_" + exercise)
+            finally:
+                sys.path[:], sys.meta_path[:] = path, meta_path
+            if exercise not in namespace:
+                raise NameError(f"name '{{exercise}}' is not defined: no cell defined it, "
+                                f"or the cell that does stopped with an error")
+            checker(namespace[exercise])
+        lines = out.getvalue().splitlines()
+        result = lines[-1] if lines else "the checker printed nothing"
+    except KeyboardInterrupt:
+        sys.stdout.write("interrupted\\n")
+        raise
+    except BaseException as e:  # a failed check: its feedback, never a pass line
+        kind = type(e).__name__
+        if type(e).__module__ != "builtins":  # a class of the notebook's, whatever its name
+            kind = f"{{type(e).__module__}}.{{type(e).__qualname__}} (not a built-in exception)"
+        result = f"{{kind}}: {{e}}"
+    finally:
+        for stream in streams:
+            try:
+                del stream.write
+            except Exception:
+                pass
+        if shell is not None:
+            shell.display_pub = shown
+        sys.modules.update(kept)
+        if "matplotlib.pyplot" in sys.modules:
+            plt = sys.modules["matplotlib.pyplot"]
+            for number in set(plt.get_fignums()) - figures:
+                plt.close(number)
+    # a carriage return, a backspace or an escape code would let a failure draw a pass line
+    # over itself: each control character is shown as its escape, never obeyed
+    result = "".join(c if c == "\\n" or (c >= " " and c != "\\x7f") else repr(c)[1:-1] for c in str(result))
+    sys.stdout.write(result + "\\n")
+
+
+_grader_check({root!r}, {module!r}, {name!r}, globals())
+del _grader_check'''
+
+CONFTEST = '''\
+"""Written by course_lib.grading: run this folder's notebook as the grader does.
+
+    python -m pytest notebooks/   # from this folder
+"""
+from course_lib.grading.plugin import (pytest_configure, pytest_runtest_call,  # noqa: F401
+                                pytest_runtest_makereport, pytest_terminal_summary)
+'''
+
+PYTEST_INI = """\
+[pytest]
+addopts = --nbval-lax --nbval-current-env -p no:cacheprovider -q
+"""
+
+STARTUP = '''\
+# Written by course_lib.grading: run by the kernel before any learner code. (The limits are
+# set before the kernel starts, by the copy's first process.)
+def _grading_preload():
+    # the libraries the notebook imports, so their import counts as the kernel's start-up
+    import os
+    for name in filter(None, os.environ.pop("COURSE_GRADING_PRELOAD", "").split(",")):
+        try:
+            __import__(name)
+        except Exception:  # the learner's own import will show the error
+            pass
+
+
+_grading_preload()
+del _grading_preload
+'''
+
+
+@dataclass
+class Placement:
+    """Where the graded copy puts each check, in nbval's numbering of code cells."""
+    exercise: str
+    points: float
+    check_cell: int           # code-cell number of the restored check in the copy
+    defined_in: int | None    # code-cell number of the cell defining the function, if any
+
+
+def graded_copy(submission, lesson, found, root):
+    """(notebook, placements): the learner's cells with the lesson's checks restored.
+
+    Each check goes right after the code cell that last defines its function, or later: after
+    the last cell that may bind it by exec or globals(), and after the last that binds a name
+    the function reads (a helper defined below it). The
+    learner's own check cells and nbval markers are dropped, their outputs cleared, and
+    cells after the last check are left out.
+    """
+    nb = nbformat.v4.new_notebook(metadata=copy.deepcopy(lesson.metadata))
+    cells, check_at = [], {}
+    for cell in submission.cells:
+        if cell.get("cell_type") == "code" and "check" in tags(cell):
+            for ex in found:  # where the learner's own check was: helpers come before it
+                if f"check_{ex.name}" in cell.get("source", ""):
+                    check_at.setdefault(ex.name, len(cells))
+            continue
+        cell = copy.deepcopy(cell)
+        if cell.get("cell_type") == "code":
+            cell.outputs, cell.execution_count = [], None
+            keep = [t for t in tags(cell) if not t.startswith(("nbval", "raises-exception"))]
+            cell.setdefault("metadata", {})["tags"] = keep
+        cells.append(cell)
+    defined, after = {}, {}
+    code = [(i, c.get("source", "")) for i, c in enumerate(cells) if c.get("cell_type") == "code"]
+    for ex in found:
+        where = [i for i, source in code if defines(source, ex.name)]
+        defined[ex.name] = where[-1] if where else None
+        # the check waits for the last cell that may bind the function (exec, globals()) and
+        # for the last that binds a name the function reads (a helper in a later cell)
+        needs = uses(code_source(cells, defined[ex.name]), ex.name)
+        start = -1 if defined[ex.name] is None else defined[ex.name]
+        end = check_at.get(ex.name, len(cells)) if check_at.get(ex.name, -1) > start else len(cells)
+        later = [i for i, source in code if start < i < end and (
+            may_bind(source, ex.name) or needs & (names_bound(source) or frozenset()))]
+        after[ex.name] = max(where + later, default=None)
+    last = max((i for i in after.values() if i is not None), default=-1)
+    out, placed, position = [], {}, {}
+    for i, cell in enumerate(cells[: last + 1]):
+        position[i] = len(out)
+        out.append(cell)
+        for ex in found:
+            if after[ex.name] == i:
+                placed[ex.name] = len(out)
+                out.append(_check_cell(ex, root))
+    for ex in found:  # no cell defines it: its check runs after the others and says so
+        if after[ex.name] is None:
+            placed[ex.name] = len(out)
+            out.append(_check_cell(ex, root))
+    nb.cells = out
+    code_number = {}
+    for i, cell in enumerate(out):
+        if cell.get("cell_type") == "code":
+            code_number[i] = len(code_number)
+    placements = [Placement(ex.name, ex.points, code_number[placed[ex.name]],
+                            None if defined[ex.name] is None else code_number[position[defined[ex.name]]])
+                  for ex in found]
+    return nb, placements
+
+
+def code_source(cells, index):
+    return "" if index is None else cells[index].get("source", "")
+
+
+def _check_cell(ex, root):
+    cell = nbformat.v4.new_code_cell(CHECK_CELL.format(root=str(root),
+                                                       module=ex.module, name=ex.name))
+    cell.metadata = {"tags": ["check", "nbval-check-output"], "grading": {"exercise": ex.name}}
+    cell.outputs = [nbformat.from_dict(o) for o in copy.deepcopy(ex.pass_output)]
+    for o in cell.outputs:
+        o["name"] = "stdout"
+    cell.execution_count = 1
+    return cell
+
+
+def tree_hash(root, parts=WATCHED):
+    """{relative path: sha256} of the files under root/<part>, caches left out; links not followed.
+
+    What is not a regular file (a link, a FIFO, a device) counts by its kind, without being opened.
+    """
+    found = {}
+    for part in parts:
+        for top, dirs, files in os.walk(Path(root) / part):
+            dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", ".ipynb_checkpoints"))
+            for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(top, d))]):
+                path = Path(top) / name
+                info = os.lstat(path)
+                key = str(path.relative_to(root))
+                if stat.S_ISREG(info.st_mode):
+                    found[key] = hashlib.sha256(read_regular(path, info.st_size + 1)).hexdigest()
+                else:
+                    found[key] = f"not a regular file (mode {stat.filemode(info.st_mode)})"
+    return found
+
+
+def read_regular(path, limit):
+    """The bytes of a regular file, opened without following a link or blocking on a FIFO.
+
+    ValueError, saying what it is, for anything else or for a file over `limit` bytes.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if os.path.islink(path):
+            raise ValueError("it is a symbolic link") from None
+        raise ValueError(f"it could not be opened ({e.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"it is not a regular file (mode {stat.filemode(info.st_mode)})")
+        if info.st_size > limit:
+            raise ValueError(f"it is {info.st_size / 2 ** 20:.0f} MB, over the {limit / 2 ** 20:.0f} MB limit")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"it grew past the {limit / 2 ** 20:.0f} MB limit while it was read")
+    return data
+
+
+def _copy_font_cache(target):
+    """Give the copy matplotlib's font list, so a kernel that cannot see the grader's cache need not rebuild it."""
+    target.mkdir()
+    home = Path(os.environ.get("MPLCONFIGDIR") or Path.home() / ".cache" / "matplotlib")
+    for path in sorted(home.glob("fontlist-*.json")) if home.is_dir() else []:
+        try:
+            (target / path.name).write_bytes(read_regular(path, 2 ** 24))
+        except (OSError, ValueError):
+            pass
+
+
+def changed(before, after):
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
+def preloads(nb):
+    """The libraries of PRELOAD that a notebook's code imports (course_lib imports torch)."""
+    found = set()
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        found |= set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", cell.get("source", ""), re.MULTILINE))
+    if "course_lib" in found:
+        found |= {"torch", "numpy"}
+    return [name for name in PRELOAD if name.split(".")[0] in found]
+
+
+def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, cpu_seconds,
+               root=ROOT, startup_timeout=STARTUP_TIMEOUT):
+    """Lay out a graded copy in `folder`: course_lib, data, notebooks/<lesson>, and the pytest set-up."""
+    folder = Path(folder)
+    for part in COPIED:
+        shutil.copytree(Path(root) / part, folder / part,
+                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    (folder / "notebooks").mkdir()
+    nbformat.write(nb, folder / "notebooks" / lesson_name)
+    (folder / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    (folder / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
+    startup = folder / ".ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-grading-preload.py").write_text(STARTUP, encoding="utf-8")
+    _copy_font_cache(folder / ".matplotlib")
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    settings = dict(cell_timeout=cell_timeout, memory_bytes=int(memory_bytes),
+                    cpu_seconds=int(cpu_seconds), lesson=lesson_name,
+                    startup_timeout=startup_timeout, preload=preloads(nb),
+                    checks=[p.__dict__ for p in placements],
+                    sources={str(i): _first_line(c.source) for i, c in enumerate(code)})
+    (folder / "grading.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
+
+
+
+def _first_line(source):
+    lines = [line.strip() for line in source.splitlines()
+             if line.strip() and not line.strip().startswith("#")]
+    line = lines[0] if lines else ""
+    return line if len(line) <= 60 else line[:57] + "..."
+

@@ -1,0 +1,335 @@
+"""Run a graded copy: pytest with nbval in its own process (sandboxed where it can be), and grade().
+
+The notebook's time limit counts from when its kernel is ready: the kernel's start-up,
+with the libraries its lesson imports, has a limit of its own, since a busy machine and
+not the learner decides how long that takes. A kernel that did not start, or died before
+the first cell, is started again once, and the result says so.
+"""
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from course_lib.exercises import ROOT
+from course_lib.grading.borrowed import no_credit
+from course_lib.grading.graded_copy import changed, graded_copy, tree_hash, write_copy
+from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
+from course_lib.grading.plugin import _read_records
+from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
+                                        UNSANDBOXED, bwrap_command, give_to, process_limit, sandbox_env,
+                                        sandbox_uid, unavailable)
+from course_lib.grading.submissions import identify, read_submission, submission_hash
+from course_lib.grading.verdicts import Result, _cell_name, verdicts
+
+# The first process of a graded copy: `python -m pytest` with nbval and the grader's plugin,
+# after it has set the limits. The grader sends, on stdin (never in the environment or a file
+# that the kernel, a child of pytest, could read), the user id to drop to (root outside a
+# sandbox), the limits, and where to record each cell's result with a key to sign it. The
+# limits are hard (no process in the copy can raise them) and set before anything else runs;
+# the process then makes itself undumpable, so no other process of its user (the kernel)
+# can read the key from its memory. Less the second of CPU that jsonschema (imported by
+# nbformat) spends compiling a grammar for a URL format check that notebooks never use; only
+# nbval and the plugin are loaded, not every pytest plugin installed (xdist...).
+LAUNCH = """\
+import json, os, sys
+setup = json.loads(sys.stdin.readline())
+sys.stdin.close()
+uid = setup.get("uid")
+if uid is not None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+try:
+    import resource
+except ImportError:  # Windows: the time limits only
+    resource = None
+for name, value in setup["limits"].items():
+    if resource is not None and value is not None and hasattr(resource, name):
+        soft, hard = value if isinstance(value, list) else (value, value)
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+if sys.platform.startswith("linux"):
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+sys.modules["rfc3987_syntax"] = None
+import course_lib.grading.plugin as g
+g._RECORD = setup["record"]
+import pytest
+os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+status = pytest.main(["-p", "nbval.plugin", *sys.argv[1:]])
+if resource is not None:  # the CPU of this process and the kernel it waited for
+    used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    g._record({"cpu_seconds": round(sum(u.ru_utime + u.ru_stime for u in used), 2)})
+sys.exit(status)
+"""
+
+
+# ---------------------------------------------------------------- one notebook
+
+@dataclass
+class Graded:
+    """The outcome of grading one file: a lesson's results, or why it could not be graded."""
+    path: Path
+    lesson: str | None            # the lesson's file stem, when known
+    results: list = field(default_factory=list)
+    problem: str | None = None    # why the notebook could not be graded, if it could not
+    sha256: str = ""
+    seconds: float = 0.0
+    submission: object = None     # the learner's notebook, for the feedback file
+    placements: list = field(default_factory=list)
+    retried: str | None = None    # why it was graded a second time, if it was
+    log: str = ""                 # each try, the cells that did not pass, pytest's output tail
+    sandbox: str = ""             # how its code ran: SANDBOXED, UNSANDBOXED, or "" (it did not run)
+    cpu_seconds: float | None = None  # CPU of its pytest and kernel, every try (None: not measured)
+
+
+FILE_LIMIT = 2 ** 30  # bytes of any one file a graded notebook writes
+
+
+class SandboxUnavailable(RuntimeError):
+    pass
+
+
+def use_sandbox(sandbox):
+    """Whether to run in a sandbox: True, False or "auto"; SandboxUnavailable when one is required and missing."""
+    if sandbox == "auto":
+        return unavailable() is None
+    if sandbox and unavailable() is not None:
+        raise SandboxUnavailable(f"no sandbox can be made on this machine: {unavailable()}")
+    return bool(sandbox)
+
+
+
+@dataclass
+class Run:
+    """What one pytest run of a graded copy left: per-cell records and why it ended early."""
+    cells: dict
+    stopped: str | None = None        # why the run ended before the checks, in words
+    start_failure: str | None = None  # why no kernel got as far as the first cell: worth a retry
+    output: str = ""                  # the tail of pytest's own output
+    kernel_seconds: float | None = None  # how long the kernel took to start, imports included
+    cpu_seconds: float | None = None     # CPU of pytest and the kernel, as pytest measured it
+
+
+def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIMEOUT, limits=None,
+              sandboxed=False):
+    """Run pytest on the copy, in a sandbox when `sandboxed`; a Run.
+
+    The notebook's time limit counts from when its kernel is ready: the kernel's start-up,
+    with the libraries its lesson imports, has a limit of its own, since a busy machine
+    and not the learner decides how long that takes. `limits` maps resource names
+    (RLIMIT_AS...) to the hard limits the copy's first process sets.
+    """
+    private = Path(tempfile.mkdtemp(prefix="grading-"))    # the grader's alone: pytest's output
+    records = Path(tempfile.mkdtemp(prefix="grading-records-"))  # where the plugin writes
+    record, key = records / f"{secrets.token_hex(8)}.jsonl", secrets.token_hex(32)
+    uid = sandbox_uid() if sandboxed else None
+    setup = {"record": [str(record), key], "uid": uid, "limits": dict(limits or {})}
+    setup["limits"].setdefault("RLIMIT_NPROC", process_limit())
+    command = [sys.executable, "-c", LAUNCH, f"notebooks/{lesson_name}"]
+    extra = {"PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"}
+    if sandboxed:
+        give_to(folder, uid)
+        give_to(records, uid)
+        command, env = bwrap_command(command, folder, [records]), sandbox_env(folder, extra)
+    else:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+        env.update(extra)
+    log = private / "pytest.log"
+    with log.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.PIPE, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True, text=True)
+    try:
+        proc.stdin.write(json.dumps(setup) + "\n")
+        proc.stdin.close()
+    except OSError:  # pytest ended at once; its output says why
+        pass
+    began, ready, stopped, start_failure = time.monotonic(), None, None, None
+    while True:
+        try:
+            proc.wait(timeout=0.5)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if ready is None and any("kernel_ready" in e for e in _read_records(record, key)[0]):
+            ready = now
+        if ready is None and now - began > startup_timeout + 60:
+            start_failure = stopped = (f"the machine was too slow to start the kernel: it was not "
+                                       f"ready {now - began:.0f} s after grading began")
+        elif ready is not None and now - ready > notebook_timeout:
+            stopped = f"the notebook ran past its {notebook_timeout:g} s time limit before this check"
+        if stopped:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            break
+    entries, forged = _read_records(record, key)
+    with log.open("rb") as f:  # its tail only: a notebook may have written a great deal
+        f.seek(max(0, log.stat().st_size - 4000))
+        output = f.read().decode("utf-8", errors="replace")
+    shutil.rmtree(private, ignore_errors=True)
+    shutil.rmtree(records, ignore_errors=True)
+    # the kernel of an unsandboxed run killed at its time limit (a sandbox's die with it)
+    for entry in entries if stopped and not sandboxed else []:
+        if "kernel_pid" in entry:
+            try:
+                os.kill(entry["kernel_pid"], signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    if forged:
+        return Run({}, ("the grader's record of this run was written to by something else, so none "
+                        "of it counts"), output=output)
+    cells = {e["cell"]: e for e in entries if "cell" in e}
+    started = next((e for e in entries if "kernel_ready" in e), None)
+    failed = next((e for e in entries if "kernel_failed" in e), None)
+    first = cells.get(min(cells)) if cells else None
+    if start_failure is None and started is None and failed is not None:
+        start_failure = (f"the machine was too slow to start the kernel ({failed['kernel_failed']}, "
+                         f"after {failed['seconds']:g} s)")
+        if "died" in failed["kernel_failed"].lower():
+            start_failure = f"the kernel died while it started ({failed['kernel_failed']})"
+    elif (start_failure is None and started is not None and first is not None
+          and "Kernel dead on test start" in (first["message"] or "")):
+        start_failure = "the kernel died after it started, before the first cell ran"
+    elif start_failure is None and stopped is None and not cells and proc.returncode not in (0, 1):
+        start_failure = f"pytest stopped with status {proc.returncode} before any cell ran"
+    if stopped is None and proc.returncode not in (0, 1):
+        stopped = f"pytest stopped with status {proc.returncode}: {output.strip()[-500:]}"
+    if start_failure:
+        stopped = start_failure
+    cpu = next((e["cpu_seconds"] for e in entries if "cpu_seconds" in e), None)
+    return Run(cells, stopped, start_failure, output,
+               None if started is None else started["seconds"], cpu)
+
+
+def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
+          notebook_timeout=NOTEBOOK_TIMEOUT, memory_gib=MEMORY_GIB, keep=None, root=ROOT,
+          startup_timeout=STARTUP_TIMEOUT, sandbox="auto"):
+    """Grade the notebook at `path` against its lesson (by file name unless given); a Graded.
+
+    sandbox: True runs it in a bubblewrap sandbox (SandboxUnavailable if there is none),
+    False without one, "auto" in one where this machine can make one.
+    """
+    path, start = Path(path), time.monotonic()
+    sandboxed = use_sandbox(sandbox)
+    index = _lesson_index(lessons)
+    lesson_path = Path(lesson) if lesson else index.get(path.name)
+    data = submission = None
+    try:
+        data = read_submission(path)
+    except ValueError as e:  # a link, a FIFO, a device, too large: never opened
+        unreadable = f"this submission was refused: {e}"
+    try:
+        if data is not None:
+            submission = nbformat.reads(data.decode("utf-8"), as_version=4)
+            if not isinstance(submission.get("cells"), list):
+                raise ValueError("it has no list of cells")
+    except Exception as e:  # not JSON, not a notebook
+        submission = None
+        unreadable = f"the notebook could not be read ({type(e).__name__}: {str(e)[:200]})"
+    if lesson_path is None:
+        guess = ""
+        if submission is not None:
+            scores = identify(submission, lessons)
+            best = max(scores, key=scores.get, default=None)
+            if best and scores[best] > 0:
+                guess = f"; it looks like {best}: save it under that name"
+        what = "no lesson is named" if submission is not None else "unreadable, and no lesson is named"
+        return Graded(path, None, problem=f"{what} {path.name}{guess} (lessons: {', '.join(index)})")
+    lesson_nb = nbformat.read(lesson_path, as_version=4)
+    found = lesson_exercises(lesson_nb, root)
+    stem = lesson_path.stem
+
+    def not_run(reason):
+        return Graded(path, stem, [Result(e.name, "not run", reason, 0, e.points) for e in found],
+                      problem=reason, submission=submission)
+
+    if submission is None:
+        return not_run(unreadable)
+    scores = identify(submission, lessons)
+    best = max(scores, key=scores.get)
+    if best != lesson_path.name and scores[best] > scores.get(lesson_path.name, 0) + 0.5:
+        return not_run(f"this notebook is lesson {Path(best).stem} (its text and exercises are that "
+                       f"lesson's), saved as {path.name}; hand in {lesson_path.name} itself")
+    sha = submission_hash(path, lesson_path, root, data=data)
+    folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=f"grade-{stem}-"))
+    if keep:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    tries = []  # why each earlier try's kernel did not get as far as the first cell
+    cpu_used = []  # each try's CPU seconds
+    try:
+        while True:
+            copy_root = folder.resolve()
+            nb, placements = graded_copy(submission, lesson_nb, found, copy_root)
+            cpu = int(notebook_timeout + startup_timeout + 30)
+            write_copy(copy_root, nb, lesson_path.name, placements, cell_timeout,
+                       memory_gib * 2 ** 30, cpu, root, startup_timeout=startup_timeout)
+            settings = json.loads((copy_root / "grading.json").read_text())
+            before = tree_hash(copy_root, ("course_lib",))
+            limits = {"RLIMIT_AS": int(memory_gib * 2 ** 30) or None, "RLIMIT_CPU": [cpu, cpu + 5],
+                      "RLIMIT_CORE": 0, "RLIMIT_FSIZE": FILE_LIMIT}
+            run = _run_copy(copy_root, lesson_path.name, notebook_timeout, startup_timeout,
+                            limits=limits, sandboxed=sandboxed)
+            cpu_used.append(run.cpu_seconds)
+            if run.start_failure is None or len(tries) == 1:
+                break
+            tries.append(run.start_failure)  # the machine's fault, not the notebook's: once more
+            shutil.rmtree(folder, ignore_errors=True)
+            folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=f"grade-{stem}-"))
+            folder.mkdir(parents=True, exist_ok=True)
+        if run.start_failure:
+            reason = f"{run.start_failure}; tried twice, so this notebook was not graded: grade it again"
+            results = [Result(e.name, "not run", reason, 0, e.points) for e in found]
+        else:
+            results = no_credit(verdicts(run.cells, placements, settings, run.stopped), submission, root)
+        touched = changed(before, tree_hash(copy_root, ("course_lib",)))
+        if touched:
+            reason = (f"the notebook changed the grading copy of course_lib ({', '.join(touched[:3])}), "
+                      f"so its checks cannot be trusted: a notebook must not write into course_lib")
+            results = [Result(r.exercise, "failed", reason, 0, r.max_points) for r in results]
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    retried = None
+    if tries:
+        retried = f"graded on a second try: on the first, {tries[0]}"
+    return Graded(path, stem, results, sha256=sha, seconds=time.monotonic() - start,
+                  submission=submission, placements=placements, retried=retried,
+                  log=_diagnosis(run, settings, tries),
+                  sandbox=SANDBOXED if sandboxed else UNSANDBOXED,
+                  cpu_seconds=None if None in cpu_used else round(sum(cpu_used), 2))
+
+
+def _diagnosis(run, settings, tries):
+    """What to read when a check did not run: each try, the cells that did not pass, pytest's output."""
+    lines = [f"try {i + 1}: {why}" for i, why in enumerate(tries)]
+    if run.kernel_seconds is not None:
+        lines.append(f"kernel ready after {run.kernel_seconds:g} s "
+                     f"(imports at start: {', '.join(settings.get('preload', [])) or 'none'})")
+    if run.stopped:
+        lines.append(f"stopped: {run.stopped}")
+    dead = [n for n in sorted(run.cells) if run.cells[n]["message"] == "Kernel dead on test start"]
+    for number in sorted(run.cells):
+        cell = run.cells[number]
+        if number in dead[1:]:
+            continue
+        if number in dead[:1]:
+            lines.append(f"cells {number}-{dead[-1]}: the kernel was already dead when each was to run")
+        elif cell["outcome"] != "passed" or cell.get("late") or cell.get("busy"):
+            lines.append(f"{_cell_name(settings, number)} [{cell['when']}] {cell['outcome']}: "
+                         + json.dumps({k: cell.get(k) for k in ("message", "error", "late", "busy", "died")
+                                       if cell.get(k)})[:1500])
+    lines.append("pytest's output (its tail):")
+    lines.append(run.output.rstrip() or "(none)")
+    return "\n".join(lines)
+
+

@@ -1,0 +1,180 @@
+"""Run a graded copy's process tree in a bubblewrap sandbox, under limits it cannot raise.
+
+Inside the sandbox (bubblewrap, Flatpak's sandbox, run by the grader before any learner
+line runs): a read-only view of the system (/usr, /etc, ...) and of Python (its prefix and
+the virtual environment), a fresh /proc and /dev, an empty /tmp, and the graded copy at its
+own path, writable but for its course_lib and data. Nothing else is mounted: not the class
+folder, not --out, not other learners' files, not the instructor's checkout. No network (a
+loopback of its own), its own PID namespace and session: it cannot see or signal the grader
+or the kernels graded beside it, and every process it starts is killed when it ends, or
+when the grader dies.
+
+When the grader runs as root, the sandbox's processes run as a user id of their own, picked
+afresh for each notebook: they cannot write the grader's files even where a mount would let
+them, and the process-count limit counts their processes alone.
+
+The limits (memory, CPU time, processes, core files) are set as hard limits by the first
+process in the copy (LAUNCH, in run.py), before pytest, nbval or any learner code starts, so
+nothing the learner runs can raise them.
+"""
+import functools
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from course_lib.exercises import ROOT
+
+CELL_TIMEOUT, NOTEBOOK_TIMEOUT, MEMORY_GIB = 120, 600, 4.0
+# Seconds a kernel may take to start, with the libraries its lesson imports, before
+# the learner's first cell: a busy machine's business, not the learner's, so a separate and
+# generous limit, and a kernel that did not start is started again once.
+STARTUP_TIMEOUT = 300
+# Processes and threads a notebook may run at once (pytest, the kernel and their threads
+# take about 40).
+PROCESSES = 512
+# How each row was graded (the gradebook's `sandbox` column).
+SANDBOXED, UNSANDBOXED = "bubblewrap", "none"
+# What of the system a sandbox sees, read-only, where it exists.
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+# The environment a sandboxed process gets: these, and nothing else of the grader's.
+KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+
+
+def python_paths(root=ROOT):
+    """The folders Python needs, read-only: its prefix, the environment's, and their site-packages.
+
+    Only those: not whatever else is on the grader's sys.path (its working folder, a test's
+    temporary folder), nor the instructor's checkout, though the environment may live in it.
+    """
+    root = Path(root).resolve()
+    prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
+                Path(sys.executable).resolve().parent.parent}
+    found = set(prefixes)
+    for entry in sys.path:
+        path = Path(entry or ".").resolve()
+        if path.is_dir() and path.name in ("site-packages", "dist-packages") and path != root \
+                and root not in path.parents:
+            found.add(path)
+    return sorted(p for p in found if not any(q in p.parents for q in found))
+
+
+def exposed(path, root=ROOT):
+    """The folder of the sandbox's read-only view that holds `path`, or None when the sandbox cannot see it."""
+    path = Path(path).resolve()
+    for seen in [Path(p) for p in SYSTEM if os.path.isdir(p)] + python_paths(root):
+        if path == seen or seen in path.parents:
+            return seen
+    return None
+
+
+def sandbox_uid():
+    """A user id for one notebook's processes when the grader is root (None otherwise)."""
+    if os.geteuid() != 0:
+        return None
+    return 1_600_000_000 + secrets.randbelow(100_000_000)
+
+
+def give_to(folder, uid):
+    """Make everything under folder belong to uid (the sandbox's user), links not followed."""
+    if uid is None:
+        return
+    os.lchown(folder, uid, uid)
+    for top, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            os.lchown(os.path.join(top, name), uid, uid)
+
+
+def bwrap_command(command, copy, writable, *, root=ROOT, readonly_parts=("course_lib", "data")):
+    """The bwrap command line that runs `command` in a sandbox holding `copy` and the `writable` folders."""
+    args = [shutil.which("bwrap") or "bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+            "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+            "--hostname", "grading"]
+    if os.geteuid() == 0:
+        # root: no user namespace; the first process drops to the notebook's own user id
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        args += ["--unshare-user"]
+    system = [path for path in SYSTEM if os.path.isdir(path) and not os.path.islink(path)]
+    for path in SYSTEM:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif path in system:
+            args += ["--ro-bind", path, path]
+    copy = Path(copy).resolve()
+    binds = [(p, "--ro-bind") for p in python_paths(root)] + [(copy, "--bind")]
+    binds += [(Path(p).resolve(), "--bind") for p in writable]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    # the folders above each mount, made here as bwrap would (0700) but readable by the
+    # sandbox's user, who would otherwise not get past /root to a Python installed there
+    made = {Path("/"), Path("/tmp")}
+    for path, _ in binds:
+        for parent in reversed(path.parents):
+            if parent not in made and not any(parent == Path(s) or Path(s) in parent.parents
+                                              for s in system):
+                args += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+    for path, how in binds:
+        args += [how, str(path), str(path)]
+    for part in readonly_parts:
+        if (copy / part).exists():
+            args += ["--ro-bind", str(copy / part), str(copy / part)]
+    return args + ["--chdir", str(copy), "--", *command]
+
+
+def sandbox_env(copy, extra=()):
+    """The environment of a sandboxed process: a few of the grader's settings, none of its secrets."""
+    env = {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update(HOME=str(copy), TMPDIR="/tmp", MPLCONFIGDIR=str(Path(copy) / ".matplotlib"))
+    env.update(extra)
+    return env
+
+
+@functools.lru_cache(maxsize=1)
+def unavailable():
+    """Why no sandbox can be made on this machine, or None when it can (tried once, then remembered)."""
+    if not sys.platform.startswith("linux"):
+        return f"bubblewrap needs Linux, and this is {sys.platform}"
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (Debian and Ubuntu: apt-get install bubblewrap)"
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="grading-sandbox-test-") as folder:
+        uid = sandbox_uid()
+        give_to(folder, uid)
+        probe = ("import os, sys; uid = int(sys.argv[1]); "
+                 "uid >= 0 and (os.setgroups([]), os.setresgid(uid, uid, uid), os.setresuid(uid, uid, uid)); "
+                 "import ctypes, json; open('probe', 'w').write(json.dumps(os.getpid()))")
+        command = bwrap_command([sys.executable, "-c", probe, str(-1 if uid is None else uid)], folder, [])
+        try:
+            done = subprocess.run(command, env=sandbox_env(folder), capture_output=True, text=True,
+                                  timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"bubblewrap did not run ({type(e).__name__}: {e})"
+        if done.returncode != 0:
+            why = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            return f"bubblewrap could not make a sandbox here ({why}; are user namespaces allowed?)"
+        if not os.path.isfile(os.path.join(folder, "probe")):
+            return "bubblewrap ran, but the sandbox could not write its own folder"
+    return None
+
+
+def process_limit():
+    """The RLIMIT_NPROC for a notebook: PROCESSES of its own, or on top of the user's own when not root.
+
+    The limit counts every process and thread of the user; a grader that is not root shares
+    its user with the sandbox, so the sandbox gets PROCESSES more than the user runs now.
+    """
+    if os.geteuid() == 0 or not os.path.isdir("/proc"):
+        return PROCESSES
+    uid, tasks = os.getuid(), 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    tasks += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                pass
+    return tasks + PROCESSES
