@@ -5,7 +5,8 @@ import torch
 
 from course_lib.checkpoint import load_model
 from course_lib.data import encode, train_val_split
-from course_lib.generation import FastDecoder, generate
+from course_lib import generation
+from course_lib.generation import FastDecoder, _without_onednn, generate
 from course_lib.kv_cache import KVCache
 from course_lib.training import TrainConfig, train
 
@@ -39,6 +40,68 @@ def test_a_fast_step_gives_the_readable_steps_logits_bit_for_bit(options):
             assert torch.equal(got, want), f"position {t}: logits differ"
     assert fast.length == plain.length == 20
     assert torch.equal(fast.keys, plain.keys) and torch.equal(fast.values, plain.values)
+
+
+@pytest.mark.parametrize("options", CONFIGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "default")
+def test_without_onednn_a_fast_step_is_within_float32_rounding_of_the_readable_one(options):
+    """generate's fast loop runs its steps without oneDNN: only the exact GELU's kernel changes,
+    so logits are bit for bit equal where the model has none, and within rounding elsewhere."""
+    model = tiny_model(max_len=24, **options).eval()
+    seq = random_ids(3, 20)
+    plain, fast = KVCache.for_model(model, 3), KVCache.for_model(model, 3)
+    exact_gelu = model.config.mlp == "gelu" and model.config.gelu_approx == "none"
+    worst = 0.0
+    with torch.inference_mode():
+        model(seq[:, :5], plain)
+        model(seq[:, :5], fast)
+        decoder = FastDecoder(model, fast)
+        for t in range(5, 20):
+            want = model(seq[:, t:t + 1], plain)[:, -1]
+            with _without_onednn():
+                got = decoder.step(seq[:, t])
+            assert torch.equal(got.argmax(-1), want.argmax(-1)), f"position {t}: greedy token differs"
+            if not exact_gelu:
+                assert torch.equal(got, want), f"position {t}: logits differ"
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+            worst = max(worst, (got - want).abs().max().item())
+    assert torch.backends.mkldnn.enabled  # restored after each step
+    print(f"{options}: largest logit difference {worst:.2e}")
+
+
+def test_without_onednn_restores_the_setting_even_after_an_error():
+    before = torch.backends.mkldnn.enabled
+    with pytest.raises(RuntimeError):
+        with _without_onednn():
+            assert not torch.backends.mkldnn.enabled
+            raise RuntimeError("a failed step")
+    assert torch.backends.mkldnn.enabled == before
+
+
+def test_the_default_is_the_fast_loop_where_it_can_run(monkeypatch):
+    calls = []
+    original = generation._cached_fast
+    monkeypatch.setattr(generation, "_cached_fast",
+                        lambda *a: calls.append("fast") or original(*a))
+    model = tiny_model()
+    prompt = random_ids(2, 3)
+    default = generate(model, prompt, 6, temperature=0)
+    assert calls == ["fast"]
+    assert torch.equal(default, generate(model, prompt, 6, temperature=0, fast=False))
+    assert calls == ["fast"]  # fast=False: the readable loop
+    for options, kwargs in ((dict(causal=False), {}), (dict(residual=False), {}),
+                            ({}, dict(use_cache=False))):
+        out = generate(tiny_model(**options), prompt, 4, temperature=0, **kwargs)
+        assert out.shape == (2, 7)
+    assert calls == ["fast"]  # where the fast loop cannot run, the default is the readable one
+
+
+def test_the_fast_loops_tokens_can_feed_a_training_step():
+    """The output is made outside inference_mode, so autograd may use it later."""
+    model = tiny_model()
+    out = generate(model, random_ids(1, 4), 8, temperature=0)
+    assert not out.is_inference()
+    model(out).sum().backward()
+    assert model.tok_emb.weight.grad is not None
 
 
 @pytest.mark.parametrize("options", CONFIGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "default")
@@ -76,7 +139,7 @@ def test_fast_generation_leaves_the_model_as_it_found_it():
 
 @pytest.mark.parametrize("kwargs, options, error, message", [
     (dict(fast=True, use_cache=False), {}, ValueError, "use_cache=False"),
-    (dict(fast="yes"), {}, TypeError, "fast must be True or False"),
+    (dict(fast="yes"), {}, TypeError, "fast must be True, False or None"),
     (dict(fast=True), dict(causal=False), ValueError, "causal=False"),
     (dict(fast=True), dict(residual=False), ValueError, "residual=False"),
 ])
