@@ -51,6 +51,7 @@ slice, once in float32 and once with bf16 autocast, and prints time, tokens per 
 validation loss; see the README for the figures expected before it was first run.
 """
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -71,7 +72,7 @@ from course_lib.data import decode, encode, train_val_split  # noqa: E402
 from course_lib.device import cpu_has_bf16  # noqa: E402
 from course_lib.generation import generate  # noqa: E402
 from course_lib.model import ModelConfig, TinyLM  # noqa: E402
-from course_lib.training import PRESETS, TrainConfig, evaluate, train  # noqa: E402
+from course_lib.training import PRESETS, TrainConfig, cpu_preset, evaluate, train  # noqa: E402
 
 SLICE_BYTES = 1_115_394
 MODEL = ModelConfig(max_len=64, d_model=128, n_heads=4, n_layers=4)
@@ -126,11 +127,16 @@ def main(argv=None):
     p.add_argument("--dev", action="store_true",
                    help="train on 8/9 of the training part, measure on its last 1/9 (tuning)")
     p.add_argument("--seed", type=int, default=0, help="initial weights and batches (default 0)")
-    p.add_argument("--fast-steps", type=int, default=800)
-    p.add_argument("--fast-batch", type=int, default=24)
-    p.add_argument("--fast-lr", type=float, default=4e-3)
-    p.add_argument("--fast-autocast", default="bf16", choices=("auto", "bf16", "off"))
-    p.add_argument("--fast-adamw", default="foreach", choices=("default", "foreach", "fused"))
+    p.add_argument("--cpu-settings", default="auto", choices=("auto", "bf16", "float32"),
+                   help="the cpu preset's settings: auto picks by the CPU (cpu_has_bf16); "
+                        "float32 emulates a CPU without bfloat16 instructions")
+    # Tuning only (with --dev): change one setting of the preset's run.
+    p.add_argument("--fast-steps", type=int)
+    p.add_argument("--fast-batch", type=int)
+    p.add_argument("--fast-lr", type=float)
+    p.add_argument("--fast-autocast", choices=("auto", "bf16", "off"))
+    p.add_argument("--fast-adamw", choices=("default", "foreach", "fused"))
+    p.add_argument("--fast-positions", choices=("learned", "rope"))
     p.add_argument("--gpu", action="store_true", help="the GPU figures (needs CUDA)")
     p.add_argument("--lesson06", action="store_true",
                    help="lesson 06's CPU cell as it was (float32, 100 steps) and as it is")
@@ -151,29 +157,50 @@ def main(argv=None):
 
     device = torch.device("cpu")
     recipe = replace(RECIPE, seed=args.seed)
-    fast = replace(recipe, steps=args.fast_steps, batch_size=args.fast_batch, lr=args.fast_lr,
-                   warmup_steps=min(RECIPE.warmup_steps, args.fast_steps // 10),
-                   eval_every=args.fast_steps, autocast=args.fast_autocast, adamw=args.fast_adamw)
+    settings, model_config, fast, why = cpu_preset(args.cpu_settings)
+    fast = replace(fast, seed=args.seed)
+    tuned = {k: v for k, v in (("steps", args.fast_steps), ("batch_size", args.fast_batch),
+                               ("lr", args.fast_lr), ("autocast", args.fast_autocast),
+                               ("adamw", args.fast_adamw)) if v is not None}
+    if "steps" in tuned:
+        tuned.update(warmup_steps=args.fast_steps // 10, eval_every=args.fast_steps)
+    fast = replace(fast, **tuned)
+    if args.fast_positions:
+        model_config = replace(model_config, positions=args.fast_positions)
     if args.quick:
         recipe = replace(recipe, steps=20, warmup_steps=2, eval_every=20)
         fast = replace(fast, steps=5, warmup_steps=1, eval_every=5)
-    recipes = {"recipe": recipe, "fast": fast}
+    recipes = {"recipe": (MODEL, recipe), "fast": (model_config, fast)}
     runs = {name: [] for name in recipes}
+    load_before = os.getloadavg()
     for _ in range(args.repeats):
-        for name, cfg in recipes.items():
-            runs[name].append(run(name, MODEL, cfg, train_ids, val_ids, device,
+        for name, (mc, cfg) in recipes.items():
+            runs[name].append(run(name, mc, cfg, train_ids, val_ids, device,
                                   eval_batches=2 if args.quick else EVAL["n_batches"]))
     median = medians(runs)
     base, m = median["recipe"], median["fast"]
     verdict = dict(time_ratio=round(m["seconds"] / base["seconds"], 3),
-                   same_quality=m["val_loss"] <= base["val_loss"],
+                   loss_difference=round(m["val_loss"] - base["val_loss"], 4),
+                   same_quality=m["val_loss"] <= base["val_loss"] + 0.02,
                    half_the_time_or_less=m["seconds"] <= 0.5 * base["seconds"])
     print(json.dumps(dict(
-        machine=machine(device), slice_bytes=SLICE_BYTES, quick=args.quick,
+        machine=dict(machine(device), load_average_before=[round(x, 2) for x in load_before],
+                     load_average_after=[round(x, 2) for x in os.getloadavg()]),
+        data=describe(args.data), slice_bytes=SLICE_BYTES, quick=args.quick,
         measured_on="the tuning split (--dev)" if args.dev else "the validation part",
-        model=asdict(MODEL), recipe=asdict(recipe), fast=asdict(fast), eval=EVAL,
-        runs=runs, median=median, fast_against_the_recipe=verdict), indent=2))
+        cpu_preset=dict(settings=settings, why=why, tuned=tuned or None,
+                        positions=model_config.positions),
+        recipe_model=asdict(MODEL), fast_model=asdict(model_config), recipe=asdict(recipe),
+        fast=asdict(fast), eval=EVAL, runs=runs, median=median,
+        fast_against_the_recipe=verdict), indent=2))
     return 0
+
+
+def describe(path):
+    """The text's name, size and the sha256 of the slice trained on, so a figure can be redone."""
+    data = Path(path).read_bytes()
+    return dict(path=Path(path).name, bytes=len(data),
+                slice_sha256=hashlib.sha256(data[:SLICE_BYTES]).hexdigest())
 
 
 def medians(runs):

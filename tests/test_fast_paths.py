@@ -1,9 +1,12 @@
 """Every fast path equals its plain one: decoding token for token (and logit for logit),
 training step for step in float32; the bf16 mode runs and learns; bad options are refused."""
+from dataclasses import replace
+
 import pytest
 import torch
 
 from course_lib.checkpoint import load_model
+from course_lib.device import cpu_has_bf16
 from course_lib.data import encode, train_val_split
 from course_lib import generation
 from course_lib.generation import FastDecoder, _without_onednn, generate
@@ -221,8 +224,19 @@ def test_the_time_to_quality_bench_runs_in_quick_mode(capsys):
     out = json.loads(capsys.readouterr().out)
     assert set(out["median"]) == {"recipe", "fast"}
     assert out["fast_against_the_recipe"]["time_ratio"] > 0
-    assert out["fast"]["autocast"] == "bf16" and out["recipe"]["autocast"] == "auto"
-    assert out["measured_on"] == "the validation part"
+    assert out["recipe"]["autocast"] == "auto" and out["recipe_model"]["positions"] == "learned"
+    assert out["fast"]["autocast"] == ("bf16" if cpu_has_bf16() else "off")
+    assert out["cpu_preset"]["settings"] == ("bf16" if cpu_has_bf16() else "float32")
+    assert out["fast_model"]["positions"] == "rope" and out["measured_on"] == "the validation part"
+    assert len(out["machine"]["load_average_before"]) == 3 and out["data"]["slice_sha256"]
+    assert time_to_quality.main(["--quick", "--cpu-settings", "float32"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cpu_preset"] == dict(settings="float32", why="chosen by hand", tuned=None,
+                                     positions="rope")
+    assert out["fast"]["autocast"] == "off"
+    assert time_to_quality.main(["--quick", "--fast-steps", "40", "--fast-positions", "learned"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cpu_preset"]["tuned"]["steps"] == 40 and out["fast_model"]["positions"] == "learned"
     assert time_to_quality.main(["--quick", "--dev"]) == 0
     assert json.loads(capsys.readouterr().out)["measured_on"] == "the tuning split (--dev)"
 
@@ -300,3 +314,38 @@ def test_the_lesson06_benchs_judge_scores_every_byte_after_the_prompt_once():
     with torch.no_grad():
         whole = torch.nn.functional.cross_entropy(judge(short[None, :-1])[0], short[1:]).item()
     assert time_to_quality.judged_loss(judge, short, 1) == pytest.approx(whole, rel=1e-5)
+
+
+@pytest.mark.parametrize("has_bf16, settings, autocast", [(True, "bf16", "bf16"),
+                                                          (False, "float32", "off")])
+def test_the_cpu_preset_picks_its_settings_by_the_cpu(monkeypatch, has_bf16, settings, autocast):
+    from course_lib import training
+    monkeypatch.setattr(training, "cpu_has_bf16", lambda: has_bf16)
+    name, model_cfg, cfg, why = training.cpu_preset()
+    assert (name, cfg.autocast) == (settings, autocast)
+    assert ("has" if has_bf16 else "lacks") in why
+    assert model_cfg.positions == "rope" and cfg.block_size <= model_cfg.max_len
+    forced = training.cpu_preset("float32")
+    assert forced[0] == "float32" and forced[2].autocast == "off" and forced[3] == "chosen by hand"
+    # the two differ only in precision: the same model, steps, batches and schedule
+    (m32, c32), (m16, c16) = training.CPU_PRESETS["float32"], training.CPU_PRESETS["bf16"]
+    assert m32 == m16 and c32 == replace(c16, autocast="off")
+    with pytest.raises(ValueError, match="settings must be 'auto' or one of"):
+        training.cpu_preset("fp8")
+
+
+def test_the_train_command_says_which_cpu_settings_it_picked(tmp_path, capsys):
+    from course_lib.checkpoint import load_checkpoint
+    from course_lib.train import main
+    data = tmp_path / "text.txt"
+    data.write_text(TEXT)
+    args = ["--data", str(data), "--preset", "cpu", "--steps", "2", "--out", str(tmp_path),
+            "--no-progress", "--cpu-settings", "float32"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "preset cpu (float32 settings: chosen by hand)" in out
+    saved = load_checkpoint(tmp_path / "tinylm.pt")
+    assert saved["train_config"]["autocast"] == "off" and saved["model_config"]["positions"] == "rope"
+    assert main(args[:-1] + ["auto"]) == 0
+    expected = "bf16" if cpu_has_bf16() else "float32"
+    assert f"preset cpu ({expected} settings: this CPU" in capsys.readouterr().out
