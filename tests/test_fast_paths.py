@@ -349,3 +349,35 @@ def test_the_train_command_says_which_cpu_settings_it_picked(tmp_path, capsys):
     assert main(args[:-1] + ["auto"]) == 0
     expected = "bf16" if cpu_has_bf16() else "float32"
     assert f"preset cpu ({expected} settings: this CPU" in capsys.readouterr().out
+
+
+def test_the_nanogpt_shaped_reference_scores_the_last_position_with_tied_weights():
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    from nanogpt_reference import NanoGPTShaped
+    torch.manual_seed(0)
+    ref = NanoGPTShaped(block_size=16, width=32, n_heads=4, n_layers=2).eval()
+    assert ref.wte.weight is ref.lm_head.weight
+    assert all(m.bias is None for m in ref.modules() if isinstance(m, torch.nn.Linear))
+    idx = random_ids(2, 5)
+    with torch.no_grad():
+        out = ref(idx)
+        assert out.shape == (2, 1, 256)
+        assert torch.equal(ref(idx[:, :1]), ref(idx[:, :1]))  # no state kept between calls
+    with pytest.raises(AssertionError, match="longer than 16"):
+        ref(random_ids(1, 17))
+
+
+def test_the_decode_bench_prints_both_goal_ratios(capsys):
+    import json
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import decode
+    assert decode.main(["--lengths", "3", "5", "--batches", "1", "--repeats", "1",
+                        "--prompt", "4", "--d-model", "32", "--n-layers", "1", "--device", "cpu"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    goals = out["goals"]
+    assert goals["new_tokens"] == 5 and goals["fast_over_nanogpt_forward"] > 0
+    assert goals["uncached_over_fast"] > 0 and isinstance(goals["at_most_half"], bool)
+    assert all(run["same_tokens"] for run in out["decode"])
+    assert len(out["machine"]["load_average_before"]) == 3
