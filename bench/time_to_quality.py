@@ -27,12 +27,13 @@ the slice's sha256.
 How the settings were chosen, without looking at the validation text: `--dev` trains
 on the first 8/9 of the training part and measures on its last 1/9 (the tuning split),
 and the --fast-* options change one setting at a time. On the KJV slice's tuning split
-(seed 0, float32, batch 24, foreach) the recipe reached 1.428; with a position table,
-400 steps at lr 4e-3 reached 1.731; with RoPE, 400 steps 1.545 and 500 steps 1.472,
+(seed 0) the recipe reached 1.428. In float32 with batch 24, foreach and lr 4e-3
+(`--dev --cpu-settings float32 --fast-steps N`, and `--fast-positions learned`), a position
+table at 400 steps reached 1.731; RoPE at 400 steps 1.545 and at 500 steps 1.472,
 both short of the recipe's loss + 0.02 (1.448), and 600 steps 1.420, which the preset
-takes (docs/benchmarks.md has the final run on the validation part). On Shakespeare, last session's bf16 settings (a position
-table, 800 steps) had reached the recipe's loss in 0.47 of its time on a CPU with
-AVX512-BF16, and in 0.80 of it in float32 on one without.
+takes (docs/benchmarks.md has the final run on the validation part). On Shakespeare,
+the earlier bf16 settings (a position table, 800 steps) had reached the recipe's loss in
+0.47 of its time on a CPU with AVX512-BF16, and in 0.80 of it in float32 on one without.
 
 `--repeats N` runs the two N times in turn (recipe, fast, recipe, ...), since the machine
 may be shared. Each run's wall time is the whole `train` call (two small evaluations
