@@ -25,7 +25,6 @@ import argparse
 import contextlib
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -36,6 +35,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nanogpt_reference import NanoGPTShaped  # noqa: E402
+from time_to_quality import machine  # noqa: E402
 
 from course_lib.device import pick_device  # noqa: E402
 from course_lib.generation import FastDecoder, _without_onednn, generate  # noqa: E402
@@ -127,7 +127,7 @@ def main(argv=None):
                      uncached_over_fast=goal[0]["speedup_fast"],
                      at_least_15=goal[0]["speedup_fast"] >= 15)
     print(json.dumps(dict(
-        machine=dict(machine_info(device), repeats=args.repeats,
+        machine=dict(machine(device), repeats=args.repeats,
                      load_average_before=[round(x, 2) for x in load_before],
                      load_average_after=[round(x, 2) for x in os.getloadavg()]),
         model=dict(d_model=config.d_model, n_layers=config.n_layers, n_heads=config.n_heads,
@@ -135,19 +135,6 @@ def main(argv=None):
                    parameters=sum(p.numel() for p in model.parameters())),
         goals=goals, decode=runs, prefill=prefills), indent=2))
     return 0
-
-
-def machine_info(device):
-    cpu = platform.processor() or platform.machine()
-    try:
-        names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                 if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-    except OSError:
-        pass
-    return dict(device=str(device), cpu=cpu, logical_cpus=os.cpu_count(),
-                cpu_capability=torch.backends.cpu.get_cpu_capability(),
-                torch=torch.__version__, threads=torch.get_num_threads())
 
 
 def profile(model, prompt_len, device, steps=100):
@@ -172,7 +159,7 @@ def profile(model, prompt_len, device, steps=100):
             with context():
                 gelu[name] = seconds(lambda: [F.gelu(hidden) for _ in range(2000)], device) / 2000
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
-    print(json.dumps(dict(machine=machine_info(device),
+    print(json.dumps(dict(machine=machine(device),
                           load_average=[round(x, 2) for x in os.getloadavg()],
                           gelu_us={k: round(1e6 * v, 2) for k, v in gelu.items()}), indent=2))
     return 0
