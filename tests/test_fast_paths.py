@@ -1,5 +1,7 @@
-"""Every fast path equals its plain one: decoding token for token (and logit for logit),
-training step for step in float32; the bf16 mode runs and learns; bad options are refused."""
+"""Every fast path equals its plain one: decoding token for token, and logit for logit (bit for bit
+for FastDecoder's step; within float32 rounding for generate's loop, which runs without oneDNN);
+training step for step in float32; the bf16 mode runs and learns; the cpu preset picks its
+settings by the CPU; the benches run; bad options are refused."""
 import contextlib
 from dataclasses import replace
 
