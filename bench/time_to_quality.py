@@ -29,7 +29,7 @@ on the first 8/9 of the training part and measures on its last 1/9 (the tuning s
 and the --fast-* options change one setting at a time. On the KJV slice's tuning split
 (seed 0) the recipe reached 1.428. In float32 with batch 24, foreach and lr 4e-3
 (`--dev --cpu-settings float32 --fast-steps N`, and `--fast-positions learned`), a position
-table at 400 steps reached 1.731; RoPE at 400 steps 1.545 and at 500 steps 1.472,
+table at 400 steps reached 1.731; RoPE at 400 steps 1.545 and at 500 steps 1.472 (1.583 at lr 8e-3),
 both short of the recipe's loss + 0.02 (1.448), and 600 steps 1.420, which the preset
 takes (docs/benchmarks.md has the final run on the validation part). On Shakespeare,
 the earlier bf16 settings (a position table, 800 steps) had reached the recipe's loss in

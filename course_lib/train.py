@@ -6,7 +6,7 @@
     torchrun --nproc_per_node=2 --standalone -m course_lib.train --data data/shakespeare.txt --preset gpu
 
 Presets: "gpu" (the full run, course_lib.training.PRESETS), "cpu" (nanoGPT's CPU recipe
-quality in half its time: course_lib.training.cpu_preset picks bf16 or float32 settings by
+quality in less of its time: course_lib.training.cpu_preset picks bf16 or float32 settings by
 what the CPU has, and --cpu-settings forces one; bench/time_to_quality.py measures it),
 "lesson06" (lesson 06's model, which trained data/tinylm.pt) and "tiny" (for tests and
 smoke runs only). The checkpoint goes to OUT/tinylm.pt; --slim drops the optimizer state at

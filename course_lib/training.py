@@ -177,13 +177,13 @@ PRESETS = {
 
 PRESETS["lesson06"] = PRESETS["cpu"]
 
-# What `python -m course_lib.train --preset cpu` runs: nanoGPT's CPU recipe (4 x 128, block 64,
-# batch 12, 2,000 steps at lr 1e-3) to its validation loss in at most half its time, measured
-# by bench/time_to_quality.py; the settings were chosen on its tuning split (--dev), never on
-# the validation text. Both take RoPE, which learns far faster per token than a position
-# table, AdamW's foreach update, batches of 24 and a higher learning rate. "bf16" adds bf16
-# autocast, for CPUs with bfloat16 instructions (1.6x the tokens/s of float32 there; without
-# them torch emulates bf16, slower than float32).
+# What `python -m course_lib.train --preset cpu` runs: the validation loss of nanoGPT's CPU
+# recipe (4 x 128, block 64, batch 12, 2,000 steps at lr 1e-3) in less of its time, measured by
+# bench/time_to_quality.py (float32: about 0.58 of it; docs/benchmarks.md); the settings were
+# chosen on its tuning split (--dev), never on the validation text. Both take RoPE, which
+# learns far faster per token than a position table, AdamW's foreach update, batches of 24 and
+# a higher learning rate. "bf16" adds bf16 autocast, for CPUs with bfloat16 instructions (1.6x
+# the tokens/s of float32 there; without them torch emulates bf16, slower than float32).
 _QUALITY_MODEL = ModelConfig(vocab_size=256, max_len=64, d_model=128, n_heads=4, n_layers=4,
                              positions="rope")
 _QUALITY_RUN = TrainConfig(steps=600, batch_size=24, block_size=64, lr=4e-3, warmup_steps=60,
