@@ -218,7 +218,8 @@ class FastDecoder:
 
 @contextlib.contextmanager
 def _without_onednn():
-    """torch's own CPU kernels instead of oneDNN's, for the block's with.
+    """Run the block with torch's own CPU kernels instead of oneDNN's (a process-wide switch,
+    like every torch.backends flag, restored on the way out).
 
     On a CPU, torch hands an exact GELU of a float32 tensor to oneDNN, which costs about
     10 us a call whatever the size (bench/decode.py --profile): a sixth of a decode step of
