@@ -179,7 +179,7 @@ PRESETS["lesson06"] = PRESETS["cpu"]
 
 # What `python -m course_lib.train --preset cpu` runs: the validation loss of nanoGPT's CPU
 # recipe (4 x 128, block 64, batch 12, 2,000 steps at lr 1e-3) in less of its time, measured by
-# bench/time_to_quality.py (float32: about 0.58 of it; docs/benchmarks.md); the settings were
+# bench/time_to_quality.py (float32: about 0.62 of it; docs/benchmarks.md); the settings were
 # chosen on its tuning split (--dev), never on the validation text. Both take RoPE, which
 # learns far faster per token than a position table, AdamW's foreach update, batches of 24 and
 # a higher learning rate. "bf16" adds bf16 autocast, for CPUs with bfloat16 instructions (1.6x
