@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python bench/train_throughput.py            # prints one JSON object
     OMP_NUM_THREADS=1 python bench/train_throughput.py --cpu-bf16 # attention under CPU bf16
 
-For two configurations (the "cpu" preset, and a nanoGPT-sized one: 4 layers, 4 heads,
+For two configurations (lesson 06's preset, PRESETS["cpu"], and a nanoGPT-sized one: 4 layers, 4 heads,
 width 128, block 64, batch 12) it times full training steps (forward, backward, gradient
 clipping, AdamW) after a few warm-up steps and reports tokens per second.
 
@@ -175,7 +175,7 @@ def main(argv=None):
         peaks["bfloat16"] = peak_matmul_flops(device, torch.bfloat16, 8192)
     train_dtype = "bfloat16" if "bfloat16" in peaks else "float32"
     configs = {
-        "cpu preset": PRESETS["cpu"],
+        "lesson06 preset": PRESETS["lesson06"],
         "nanoGPT-sized": (ModelConfig(vocab_size=256, max_len=64, d_model=128, n_heads=4, n_layers=4),
                           TrainConfig(batch_size=12, block_size=64)),
     }

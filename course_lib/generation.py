@@ -1,8 +1,10 @@
 """Generating text from a trained model, one token at a time, with or without a KV cache.
 
-`generate` is the readable loop (lesson 07). `generate(..., fast=True)` runs the same loop
-with FastDecoder's steps: the same tokens, bit for bit the same logits, less work per step.
+`generate(..., fast=False)` is the readable loop (lesson 07). By default `generate` decodes
+with the fast loop instead: FastDecoder's steps, the same tokens, less work per step.
 """
+import contextlib
+
 import torch
 import torch.nn.functional as F
 
@@ -15,7 +17,7 @@ from course_lib.positions import pair_frequencies
 
 @torch.no_grad()
 def generate(model, idx, n_new, temperature=1.0, top_k=None, use_cache=True, generator=None,
-             fast=False):
+             fast=None):
     """Append `n_new` sampled tokens to `idx`.
 
     temperature=0 picks the most likely token (greedy); top_k keeps only the k most
@@ -26,9 +28,12 @@ def generate(model, idx, n_new, temperature=1.0, top_k=None, use_cache=True, gen
     window, as the uncached path does. A model built with causal=False cannot keep a
     cache (earlier positions would change with every new token), so it always reruns.
 
-    fast=True decodes with FastDecoder under torch.inference_mode: the same tokens as
-    fast=False, in less time per token (lesson 07 measures both). It needs use_cache=True
-    and a causal model with residual connections.
+    fast picks the decode loop. fast=False is the readable one. fast=True decodes with
+    FastDecoder under torch.inference_mode, without oneDNN (see _cached_fast): the same
+    tokens as fast=False in less time per token (lesson 07 and bench/decode.py measure
+    both); it needs use_cache=True and a causal model with residual connections, and
+    says so otherwise. fast=None, the default, is fast=True wherever the fast loop can
+    run and the readable loop elsewhere.
 
     Shapes: idx (B, T) -> (B, T + n_new)
     """
@@ -38,8 +43,11 @@ def generate(model, idx, n_new, temperature=1.0, top_k=None, use_cache=True, gen
         raise ValueError(f"top_k must be a positive integer or None, got {top_k}")
     if n_new < 0:
         raise ValueError(f"n_new must be >= 0, got {n_new}")
-    if fast not in (True, False):
-        raise TypeError(f"fast must be True or False, got {fast!r}")
+    if fast not in (True, False, None):
+        raise TypeError(f"fast must be True, False or None (the fast loop where it can run), "
+                        f"got {fast!r}")
+    if fast is None:
+        fast = use_cache and _fast_supported(model) is None
     if fast:
         why = "use_cache=False reruns the prefix instead" if not use_cache else _fast_supported(model)
         if why:
@@ -51,8 +59,7 @@ def generate(model, idx, n_new, temperature=1.0, top_k=None, use_cache=True, gen
     choose = lambda logits: pick(logits, temperature, top_k, generator)  # noqa: E731
     try:
         if fast:
-            with torch.inference_mode():
-                return _cached_fast(model, idx, n_new, choose)
+            return _cached_fast(model, idx, n_new, choose)
         run = _cached if use_cache and model.config.causal else _uncached
         return run(model, idx, n_new, choose)
     finally:
@@ -209,25 +216,47 @@ class FastDecoder:
         return F.linear(self.final_norm(x), self.head)  # (B, V)
 
 
+@contextlib.contextmanager
+def _without_onednn():
+    """Run the block with torch's own CPU kernels instead of oneDNN's (a process-wide switch,
+    like every torch.backends flag, restored on the way out).
+
+    On a CPU, torch hands an exact GELU of a float32 tensor to oneDNN, which costs about
+    10 us a call whatever the size (bench/decode.py --profile): a sixth of a decode step of
+    the 4 x 128 model. torch's own kernel takes 2 us and rounds differently, by up to a
+    unit in the last place. The matrix products, norms and attention of a step run the
+    same kernels either way (tests/test_fast_paths.py checks the logits).
+    """
+    before = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = before
+
+
 def _cached_fast(model, idx, n_new, choose):
-    """_cached, with FastDecoder's steps, under inference_mode, writing into one output tensor."""
+    """_cached, with FastDecoder's steps, under inference_mode and without oneDNN, writing
+    into one output tensor."""
     max_len = model.config.max_len
     B, T = idx.shape
     if n_new == 0:
         return idx
     out = torch.empty(B, T + n_new, dtype=torch.long, device=idx.device)  # as torch.cat makes it
-    out[:, :T] = idx
-    cache = KVCache.for_model(model, B)
-    decoder = FastDecoder(model, cache)
-    logits = model(idx[:, -max_len:], cache)[:, -1]  # prefill: the readable path, once
-    for step in range(n_new):
-        t = T + step
-        nxt = choose(logits)  # (B, 1)
-        out[:, t:t + 1] = nxt
-        if step == n_new - 1:
-            break
-        if cache.length < max_len:
-            logits = decoder.step(nxt[:, 0])
-        else:  # the window slides: rerun it, as _cached does
-            logits = model(out[:, t + 1 - max_len:t + 1])[:, -1]
+    out[:, :T] = idx  # made outside inference_mode, so the tokens can feed a training step
+    with torch.inference_mode():
+        cache = KVCache.for_model(model, B)
+        decoder = FastDecoder(model, cache)
+        logits = model(idx[:, -max_len:], cache)[:, -1]  # prefill: the readable path, once
+        with _without_onednn():
+            for step in range(n_new):
+                t = T + step
+                nxt = choose(logits)  # (B, 1)
+                out[:, t:t + 1] = nxt
+                if step == n_new - 1:
+                    break
+                if cache.length < max_len:
+                    logits = decoder.step(nxt[:, 0])
+                else:  # the window slides: rerun it, as _cached does
+                    logits = model(out[:, t + 1 - max_len:t + 1])[:, -1]
     return out

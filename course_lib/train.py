@@ -5,11 +5,12 @@
     python -m course_lib.train --data data/shakespeare.txt --preset cpu --out runs/ --resume
     torchrun --nproc_per_node=2 --standalone -m course_lib.train --data data/shakespeare.txt --preset gpu
 
-Presets (course_lib.training.PRESETS): "gpu" (the full run), "cpu" (about a minute on a
-laptop CPU) and "tiny" (for tests and smoke runs only). The checkpoint goes to
-OUT/tinylm.pt; --slim drops the optimizer state at the end (a file about three times
-smaller that can be loaded but not resumed). --autocast bf16 --adamw foreach are the fast
-CPU settings that bench/time_to_quality.py measures (the default stays float32 on a CPU).
+Presets: "gpu" (the full run, course_lib.training.PRESETS), "cpu" (nanoGPT's CPU recipe
+quality in less of its time: course_lib.training.cpu_preset picks bf16 or float32 settings by
+what the CPU has, and --cpu-settings forces one; bench/time_to_quality.py measures it),
+"lesson06" (lesson 06's model, which trained data/tinylm.pt) and "tiny" (for tests and
+smoke runs only). The checkpoint goes to OUT/tinylm.pt; --slim drops the optimizer state at
+the end (a file about three times smaller that can be loaded but not resumed).
 """
 import argparse
 import os
@@ -24,7 +25,7 @@ from course_lib.checkpoint import CheckpointError, load_checkpoint, parameter_ch
 from course_lib.data import encode, load_corpus, train_val_split
 from course_lib.device import pick_device
 from course_lib.model import TinyLM
-from course_lib.training import ADAMW, AUTOCAST, PRESETS, train
+from course_lib.training import ADAMW, AUTOCAST, CPU_PRESETS, PRESETS, cpu_preset, train
 
 CHECKPOINT_NAME = "tinylm.pt"
 
@@ -33,7 +34,11 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m course_lib.train", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, help="a UTF-8 text file to train on")
     p.add_argument("--preset", required=True, choices=sorted(PRESETS),
-                   help="model size and run settings (see course_lib.training.PRESETS)")
+                   help="model size and run settings (cpu: course_lib.training.cpu_preset; "
+                        "the others: course_lib.training.PRESETS)")
+    p.add_argument("--cpu-settings", default="auto", choices=("auto", *CPU_PRESETS),
+                   help="for --preset cpu: auto picks bf16 where the CPU has bfloat16 "
+                        "instructions, float32 elsewhere (default auto)")
     p.add_argument("--steps", type=int, help="number of optimiser steps (default: the preset's)")
     p.add_argument("--out", default=".", help=f"folder for {CHECKPOINT_NAME} (default: here)")
     p.add_argument("--resume", action="store_true", help=f"continue from OUT/{CHECKPOINT_NAME}")
@@ -66,6 +71,10 @@ def _setup_distributed():
 def main(argv=None):
     args = parse_args(argv)
     model_cfg, cfg = PRESETS[args.preset]
+    chosen = ""
+    if args.preset == "cpu":
+        settings, model_cfg, cfg, why = cpu_preset(args.cpu_settings)
+        chosen = f" ({settings} settings: {why})"
     try:
         if args.steps is not None:
             cfg = replace(cfg, steps=args.steps, warmup_steps=min(cfg.warmup_steps, args.steps - 1),
@@ -94,7 +103,7 @@ def main(argv=None):
         if rank == 0:
             n = sum(p.numel() for p in model.parameters())
             world = dist.get_world_size() if distributed else 1
-            print(f"preset {args.preset}: {n:,} parameters, {cfg.steps} steps of "
+            print(f"preset {args.preset}{chosen}: {n:,} parameters, {cfg.steps} steps of "
                   f"{cfg.batch_size} x {cfg.block_size} tokens on {world} x {device.type}")
         wrapped = model
         if distributed:

@@ -1,11 +1,18 @@
-"""Every fast path equals its plain one: decoding token for token (and logit for logit),
-training step for step in float32; the bf16 mode runs and learns; bad options are refused."""
+"""Every fast path equals its plain one: decoding token for token, and logit for logit (bit for bit
+for FastDecoder's step; within float32 rounding for generate's loop, which runs without oneDNN);
+training step for step in float32; the bf16 mode runs and learns; the cpu preset picks its
+settings by the CPU; the benches run; bad options are refused."""
+import contextlib
+from dataclasses import replace
+
 import pytest
 import torch
 
 from course_lib.checkpoint import load_model
+from course_lib.device import cpu_has_bf16
 from course_lib.data import encode, train_val_split
-from course_lib.generation import FastDecoder, generate
+from course_lib import generation
+from course_lib.generation import FastDecoder, _without_onednn, generate
 from course_lib.kv_cache import KVCache
 from course_lib.training import TrainConfig, train
 
@@ -24,8 +31,9 @@ CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("options", CONFIGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "default")
-def test_a_fast_step_gives_the_readable_steps_logits_bit_for_bit(options):
+def _steps_side_by_side(options, onednn=True):
+    """(position, the readable step's logits, FastDecoder's) for positions 5..19 of a batch of
+    three, each from its own cache; the caches are compared at the end."""
     model = tiny_model(max_len=24, **options).eval()
     seq = random_ids(3, 20)
     plain, fast = KVCache.for_model(model, 3), KVCache.for_model(model, 3)
@@ -35,10 +43,70 @@ def test_a_fast_step_gives_the_readable_steps_logits_bit_for_bit(options):
         decoder = FastDecoder(model, fast)
         for t in range(5, 20):
             want = model(seq[:, t:t + 1], plain)[:, -1]
-            got = decoder.step(seq[:, t])
-            assert torch.equal(got, want), f"position {t}: logits differ"
+            with contextlib.nullcontext() if onednn else _without_onednn():
+                got = decoder.step(seq[:, t])
+            yield t, want, got
     assert fast.length == plain.length == 20
-    assert torch.equal(fast.keys, plain.keys) and torch.equal(fast.values, plain.values)
+    if onednn:
+        assert torch.equal(fast.keys, plain.keys) and torch.equal(fast.values, plain.values)
+
+
+@pytest.mark.parametrize("options", CONFIGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "default")
+def test_a_fast_step_gives_the_readable_steps_logits_bit_for_bit(options):
+    for t, want, got in _steps_side_by_side(options):
+        assert torch.equal(got, want), f"position {t}: logits differ"
+
+
+@pytest.mark.parametrize("options", CONFIGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "default")
+def test_without_onednn_a_fast_step_is_within_float32_rounding_of_the_readable_one(options):
+    """generate's fast loop runs its steps without oneDNN: only the exact GELU's kernel changes,
+    so logits are bit for bit equal where the model has none, and within rounding elsewhere."""
+    exact_gelu = options.get("mlp", "gelu") == "gelu" and options.get("gelu_approx", "none") == "none"
+    worst = 0.0
+    for t, want, got in _steps_side_by_side(options, onednn=False):
+        assert torch.equal(got.argmax(-1), want.argmax(-1)), f"position {t}: greedy token differs"
+        if not exact_gelu:
+            assert torch.equal(got, want), f"position {t}: logits differ"
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+        worst = max(worst, (got - want).abs().max().item())
+    assert torch.backends.mkldnn.enabled  # restored after each step
+    print(f"{options}: largest logit difference {worst:.2e}")
+
+
+def test_without_onednn_restores_the_setting_even_after_an_error():
+    before = torch.backends.mkldnn.enabled
+    with pytest.raises(RuntimeError):
+        with _without_onednn():
+            assert not torch.backends.mkldnn.enabled
+            raise RuntimeError("a failed step")
+    assert torch.backends.mkldnn.enabled == before
+
+
+def test_the_default_is_the_fast_loop_where_it_can_run(monkeypatch):
+    calls = []
+    original = generation._cached_fast
+    monkeypatch.setattr(generation, "_cached_fast",
+                        lambda *a: calls.append("fast") or original(*a))
+    model = tiny_model()
+    prompt = random_ids(2, 3)
+    default = generate(model, prompt, 6, temperature=0)
+    assert calls == ["fast"]
+    assert torch.equal(default, generate(model, prompt, 6, temperature=0, fast=False))
+    assert calls == ["fast"]  # fast=False: the readable loop
+    for options, kwargs in ((dict(causal=False), {}), (dict(residual=False), {}),
+                            ({}, dict(use_cache=False))):
+        out = generate(tiny_model(**options), prompt, 4, temperature=0, **kwargs)
+        assert out.shape == (2, 7)
+    assert calls == ["fast"]  # where the fast loop cannot run, the default is the readable one
+
+
+def test_the_fast_loops_tokens_can_feed_a_training_step():
+    """The output is made outside inference_mode, so autograd may use it later."""
+    model = tiny_model()
+    out = generate(model, random_ids(1, 4), 8, temperature=0)
+    assert not out.is_inference()
+    model(out).sum().backward()
+    assert model.tok_emb.weight.grad is not None
 
 
 @pytest.mark.parametrize("options", CONFIGS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "default")
@@ -76,7 +144,7 @@ def test_fast_generation_leaves_the_model_as_it_found_it():
 
 @pytest.mark.parametrize("kwargs, options, error, message", [
     (dict(fast=True, use_cache=False), {}, ValueError, "use_cache=False"),
-    (dict(fast="yes"), {}, TypeError, "fast must be True or False"),
+    (dict(fast="yes"), {}, TypeError, "fast must be True, False or None"),
     (dict(fast=True), dict(causal=False), ValueError, "causal=False"),
     (dict(fast=True), dict(residual=False), ValueError, "residual=False"),
 ])
@@ -158,8 +226,19 @@ def test_the_time_to_quality_bench_runs_in_quick_mode(capsys):
     out = json.loads(capsys.readouterr().out)
     assert set(out["median"]) == {"recipe", "fast"}
     assert out["fast_against_the_recipe"]["time_ratio"] > 0
-    assert out["fast"]["autocast"] == "bf16" and out["recipe"]["autocast"] == "auto"
-    assert out["measured_on"] == "the validation part"
+    assert out["recipe"]["autocast"] == "auto" and out["recipe_model"]["positions"] == "learned"
+    assert out["fast"]["autocast"] == ("bf16" if cpu_has_bf16() else "off")
+    assert out["cpu_preset"]["settings"] == ("bf16" if cpu_has_bf16() else "float32")
+    assert out["fast_model"]["positions"] == "rope" and out["measured_on"] == "the validation part"
+    assert len(out["machine"]["load_average_before"]) == 3 and out["data"]["slice_sha256"]
+    assert time_to_quality.main(["--quick", "--cpu-settings", "float32"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cpu_preset"] == dict(settings="float32", why="chosen by hand", tuned=None,
+                                     positions="rope")
+    assert out["fast"]["autocast"] == "off"
+    assert time_to_quality.main(["--quick", "--fast-steps", "40", "--fast-positions", "learned"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cpu_preset"]["tuned"]["steps"] == 40 and out["fast_model"]["positions"] == "learned"
     assert time_to_quality.main(["--quick", "--dev"]) == 0
     assert json.loads(capsys.readouterr().out)["measured_on"] == "the tuning split (--dev)"
 
@@ -237,3 +316,70 @@ def test_the_lesson06_benchs_judge_scores_every_byte_after_the_prompt_once():
     with torch.no_grad():
         whole = torch.nn.functional.cross_entropy(judge(short[None, :-1])[0], short[1:]).item()
     assert time_to_quality.judged_loss(judge, short, 1) == pytest.approx(whole, rel=1e-5)
+
+
+@pytest.mark.parametrize("has_bf16, settings, autocast", [(True, "bf16", "bf16"),
+                                                          (False, "float32", "off")])
+def test_the_cpu_preset_picks_its_settings_by_the_cpu(monkeypatch, has_bf16, settings, autocast):
+    from course_lib import training
+    monkeypatch.setattr(training, "cpu_has_bf16", lambda: has_bf16)
+    name, model_cfg, cfg, why = training.cpu_preset()
+    assert (name, cfg.autocast) == (settings, autocast)
+    assert ("has" if has_bf16 else "lacks") in why
+    assert model_cfg.positions == "rope" and cfg.block_size <= model_cfg.max_len
+    forced = training.cpu_preset("float32")
+    assert forced[0] == "float32" and forced[2].autocast == "off" and forced[3] == "chosen by hand"
+    # the two differ only in precision: the same model, steps, batches and schedule
+    (m32, c32), (m16, c16) = training.CPU_PRESETS["float32"], training.CPU_PRESETS["bf16"]
+    assert m32 == m16 and c32 == replace(c16, autocast="off")
+    with pytest.raises(ValueError, match="settings must be 'auto' or one of"):
+        training.cpu_preset("fp8")
+
+
+def test_the_train_command_says_which_cpu_settings_it_picked(tmp_path, capsys):
+    from course_lib.checkpoint import load_checkpoint
+    from course_lib.train import main
+    data = tmp_path / "text.txt"
+    data.write_text(TEXT)
+    args = ["--data", str(data), "--preset", "cpu", "--steps", "2", "--out", str(tmp_path),
+            "--no-progress", "--cpu-settings", "float32"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "preset cpu (float32 settings: chosen by hand)" in out
+    saved = load_checkpoint(tmp_path / "tinylm.pt")
+    assert saved["train_config"]["autocast"] == "off" and saved["model_config"]["positions"] == "rope"
+    assert main(args[:-1] + ["auto"]) == 0
+    expected = "bf16" if cpu_has_bf16() else "float32"
+    assert f"preset cpu ({expected} settings: this CPU" in capsys.readouterr().out
+
+
+def test_the_nanogpt_shaped_reference_scores_the_last_position_with_tied_weights():
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    from nanogpt_reference import NanoGPTShaped
+    torch.manual_seed(0)
+    ref = NanoGPTShaped(block_size=16, width=32, n_heads=4, n_layers=2).eval()
+    assert ref.wte.weight is ref.lm_head.weight
+    assert all(m.bias is None for m in ref.modules() if isinstance(m, torch.nn.Linear))
+    idx = random_ids(2, 5)
+    with torch.no_grad():
+        out = ref(idx)
+        assert out.shape == (2, 1, 256)
+        assert torch.equal(ref(idx[:, :1]), ref(idx[:, :1]))  # no state kept between calls
+    with pytest.raises(AssertionError, match="longer than 16"):
+        ref(random_ids(1, 17))
+
+
+def test_the_decode_bench_prints_both_goal_ratios(capsys):
+    import json
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import decode
+    assert decode.main(["--lengths", "3", "5", "--batches", "1", "--repeats", "1",
+                        "--prompt", "4", "--d-model", "32", "--n-layers", "1", "--device", "cpu"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    goals = out["goals"]
+    assert goals["new_tokens"] == 5 and goals["fast_over_nanogpt_forward"] > 0
+    assert goals["uncached_over_fast"] > 0 and isinstance(goals["at_most_half"], bool)
+    assert all(run["same_tokens"] for run in out["decode"])
+    assert len(out["machine"]["load_average_before"]) == 3
