@@ -97,6 +97,13 @@ def _chars(line, utf8_offset):
     return len(line.encode("utf-8")[:utf8_offset].decode("utf-8"))
 
 
+def ask_for_help(name):
+    """Comment lines above a stub: where the hints and the solution are, asked for, never shown."""
+    return (f"# Stuck? In a new cell: from course_lib.checks import hint, solution\n"
+            f"# hint(\"{name}\") shows a hint, and the next one each time you call it again;\n"
+            f"# solution(\"{name}\") shows the reference answer.\n")
+
+
 def exercises(nb):
     """(name, exercise cell index, check cell index) for every exercise in a notebook."""
     found = []
@@ -127,7 +134,7 @@ def blank(nb):
     found = exercises(nb)
     names = {name for name, _, _ in found}
     for name, i, _ in found:
-        nb.cells[i].source = replace_solution(nb.cells[i].source, stub(name))
+        nb.cells[i].source = replace_solution(nb.cells[i].source, ask_for_help(name) + stub(name))
     for cell in nb.cells:
         if cell.cell_type == "code" and "question" in tags(cell):
             cell.source = blank_answer(cell.source)

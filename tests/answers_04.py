@@ -278,7 +278,7 @@ var = sq.mean(-1, keepdim=True)
 out = centred / torch.sqrt(var + eps)
 out = (out * weight + bias).to(x.dtype)
 centred.mul_(1.0)
-return out""", "edits in place"),
+return out""", "in-place edit"),
 ]
 
 ALTERNATIVES += [

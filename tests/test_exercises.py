@@ -2,8 +2,8 @@
 import nbformat
 import pytest
 
-from course_lib.exercises import (blank, blank_answer, build, exercises, replace_solution, stale,
-                                  stub)
+from course_lib.exercises import (ask_for_help, blank, blank_answer, build, exercises,
+                                  replace_solution, stale, stub)
 
 SOLVED = '''def double(x):
     """Twice x."""
@@ -30,7 +30,10 @@ def lesson(check="check_double(double)"):
 
 def test_blank_replaces_the_solution_with_a_stub_that_names_the_exercise():
     nb = blank(lesson())
-    assert nb.cells[1].source == 'def double(x):\n    """Twice x."""\n    ' + stub("double")
+    help_lines = ["    " + line for line in ask_for_help("double").splitlines()]
+    assert nb.cells[1].source.splitlines() == ['def double(x):', '    """Twice x."""', *help_lines,
+                                               "    " + stub("double")]
+    assert 'hint("double")' in nb.cells[1].source and 'solution("double")' in nb.cells[1].source
     assert "Exercise 'double'" in stub("double") and "NotImplementedError" in stub("double")
 
 
