@@ -39,9 +39,10 @@ test-load: setup
 	bash .ci/under-load env $(PYTEST) tests notebooks
 
 # Every lesson opened and run in JupyterLab in headless Chromium (Debian's chromium package,
-# driven by Playwright: pip install playwright). Screenshots go to tests/artefacts/browser/.
+# driven by Playwright: pip install playwright). Screenshots go to tests/artefacts/browser/;
+# -rP prints each lesson's time in JupyterLab beside the time it states.
 test-browser: setup
-	COURSE_BROWSER_TEST=1 $(PYTHON) -m pytest -p no:cacheprovider -v tests/test_browser.py
+	COURSE_BROWSER_TEST=1 $(PYTHON) -m pytest -p no:cacheprovider -v -rP tests/test_browser.py
 
 # Maintainers: regenerate exercises/ after editing a lesson in notebooks/.
 exercises: setup
