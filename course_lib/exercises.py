@@ -232,9 +232,28 @@ def _bound(statements):
     return bound
 
 
+# The line under each lesson's title that says which copy the learner has open.
+SOLVED_NOTE = ("> **The solved lesson.** Every exercise here is answered, with its outputs. Work in "
+               "your own copy, [`exercises/{name}`](../exercises/{name}), where the exercises are "
+               "blank.")
+WORKING_NOTE = ("> **Your working copy.** The exercises here are blank: write each one, then run "
+                "the check under it; the comment in each says how to ask for a hint or the "
+                "solution. The solved lesson is [`notebooks/{name}`](../notebooks/{name}).")
+
+
+def working_copy(nb, name):
+    """The blanked lesson, its title's note saying that it is the learner's copy."""
+    nb = blank(nb)
+    solved, working = SOLVED_NOTE.format(name=name), WORKING_NOTE.format(name=name)
+    if nb.cells and nb.cells[0].cell_type == "markdown":
+        nb.cells[0].source = nb.cells[0].source.replace(solved, working)
+    return nb
+
+
 def expected_files(src=ROOT / "notebooks"):
     """{file name: notebook text} that exercises/ should hold."""
-    return {path.name: nbformat.writes(blank(nbformat.read(path, as_version=4))) + "\n"
+    return {path.name: nbformat.writes(working_copy(nbformat.read(path, as_version=4),
+                                                    path.name)) + "\n"
             for path in sorted(Path(src).glob("*.ipynb"))}
 
 

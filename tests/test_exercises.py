@@ -128,3 +128,13 @@ def test_a_question_cell_needs_one_answer_call():
         nb.cells.append(nbformat.v4.new_code_cell(source, metadata={"tags": ["question"]}))
         with pytest.raises(ValueError, match="must call answer"):
             blank(nb)
+
+
+def test_the_working_copy_says_so_under_its_title():
+    from course_lib.exercises import SOLVED_NOTE, WORKING_NOTE, working_copy
+    nb = lesson()
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(
+        "# 00 · X\n\n" + SOLVED_NOTE.format(name="00_x.ipynb") + "\nMore."))
+    first = working_copy(nb, "00_x.ipynb").cells[0].source
+    assert first == "# 00 · X\n\n" + WORKING_NOTE.format(name="00_x.ipynb") + "\nMore."
+    assert "../notebooks/00_x.ipynb" in first and "../exercises/" not in first

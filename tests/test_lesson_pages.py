@@ -48,3 +48,12 @@ def _figures(path):
 def test_every_figure_fits_a_laptops_column(path):
     too_big = [(i, w, h) for i, (w, h) in _figures(path) if w > COLUMN_PX or h > VISIBLE_PX]
     assert not too_big, f"figures (cell, width, height) over {COLUMN_PX} x {VISIBLE_PX} px: {too_big}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_each_copy_says_under_its_title_which_copy_it_is(path):
+    from course_lib.exercises import SOLVED_NOTE, WORKING_NOTE
+    solved = json.loads(path.read_text())["cells"][0]["source"]
+    working = json.loads((ROOT / "exercises" / path.name).read_text())["cells"][0]["source"]
+    assert SOLVED_NOTE.format(name=path.name) in "".join(solved)
+    assert WORKING_NOTE.format(name=path.name) in "".join(working)
