@@ -375,24 +375,25 @@ QUESTIONS = {
                (327_680, 327_680, "that is in bytes; the question asks KiB (1,024 bytes).")),
         otherwise="multiply 2 × layers × KV heads × head size × bytes, then divide by 1,024."),
     "08-swiglu-lag": Choice(
-        prompt="In the short ablation, suppose the SwiGLU row ends above the baseline, as it "
-               "did in the run saved with the lesson. Which explanation did the lesson "
-               "measure, as a likely part of the story?",
+        prompt="In the short ablation the SwiGLU row ends above the baseline. The lesson "
+               "tested one explanation, that SwiGLU's MLP starts about 8 times quieter than "
+               "the GELU MLP. What did its test show?",
         after="## 6. The ablation: one swap at a time",
         choices={
-            "a": ("SwiGLU is worse than GELU in general",
-                  "at scale, Shazeer (2020) found the gated MLPs reach a lower perplexity; "
-                  "three seeds of 120 steps on a tiny model do not rank parts in general."),
-            "b": ("it has many more parameters, so it learns more slowly",
+            "a": ("scaled to start as loud as the GELU MLP, SwiGLU closed most of the gap",
+                  "the lesson's run says otherwise: scaled to start as loud, SwiGLU ended where "
+                  "it did, closing none of the 0.338-nat gap."),
+            "b": ("scaled to start as loud, SwiGLU ended where it did: the quiet start is not "
+                  "the reason, and why it lags here is open",
+                  "the scaled runs closed none of the gap; what the runs do show is SwiGLU "
+                  "staying longer on a plateau near 3.1 nats, and the lesson leaves the cause "
+                  "open."),
+            "c": ("it has many more parameters, so it learns more slowly",
                   "with d_ff = 171 it has slightly fewer parameters than the GELU MLP "
                   "(119,552 against 120,064 in the model)."),
-            "c": ("at initialisation the SwiGLU MLP writes far less into the stream (8 times "
-                  "less, measured), and 120 steps give it little time to grow",
-                  "its output is a product of two projections that both start small, so it "
-                  "starts quiet; 'Try next' proposes the experiment that would test this."),
             "d": ("it is noise: another seed would reverse it",
                   "in that run it ended higher for every seed, with a spread across seeds far "
                   "smaller than its gap to the baseline."),
         },
-        right="c"),
+        right="b"),
 }
