@@ -14,6 +14,10 @@ class Result:
     feedback: str      # the check's pass line or feedback, or why it did not run
     points: float = 0
     max_points: float = 1
+    # How many of the check's cases passed, of how many a right answer passes (the stored pass
+    # line's count); None where the check never ran or the count is unknown.
+    cases_passed: int | None = None
+    cases_total: int | None = None
 
 
 def _points(x):
