@@ -1,4 +1,9 @@
-"""The checkers: the reference passes, and each known-wrong answer fails with its own hint."""
+"""The checkers: the reference passes, and each known-wrong answer fails with its own hint.
+
+Each answer is checked as the grader checks it (replay_tools.replayed): recorded where the
+answer runs, on inputs drawn from a grading's seed, then replayed with no learner code, and
+the two outcomes must agree.
+"""
 import numpy as np
 import pytest
 
@@ -7,6 +12,7 @@ from course_lib.exercises import exercises
 
 from answers import ALTERNATIVES, REFERENCE, WRONG
 from notebook_tools import LESSONS, function_from, read
+from replay_tools import replayed
 
 # Several wrong answers overflow or divide 0 by 0 on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -33,13 +39,13 @@ def test_reference_passes_with_one_line(name, capsys):
     checker(name)(function_from(name, REFERENCE[name]))
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and out[0].startswith(f"{name}: ") and out[0].endswith("checks passed")
+    assert replayed(name, function_from(name, REFERENCE[name])) == ("passed", out[0])
 
 
 @pytest.mark.parametrize("wrong", WRONG, ids=lambda w: f"{w.exercise}-{w.name}")
 def test_wrong_answer_gets_its_hint(wrong):
-    with pytest.raises(AssertionError) as failure:
-        checker(wrong.exercise)(function_from(wrong.exercise, wrong.body))
-    message = str(failure.value)
+    status, message = replayed(wrong.exercise, function_from(wrong.exercise, wrong.body))
+    assert status == "failed", f"{wrong.name} passed"
     assert message.startswith(f"Exercise '{wrong.exercise}': ")
     assert "\nHint: " in message
     assert wrong.hint in message, f"expected the hint {wrong.hint!r}, got:\n{message}"
@@ -49,12 +55,15 @@ def test_wrong_answer_gets_its_hint(wrong):
 def test_unfinished_exercise_raises_not_implemented(name):
     with pytest.raises(NotImplementedError):
         checker(name)(function_from(name, "raise NotImplementedError('todo')"))
+    assert replayed(name, function_from(name, "raise NotImplementedError('todo')")) == ("unfinished", "todo")
 
 
 @pytest.mark.parametrize("name", EXERCISES)
 def test_not_a_function_is_explained(name):
     with pytest.raises(AssertionError, match=r"expected a function, got ndarray"):
         checker(name)(np.zeros(3))
+    status, message = replayed(name, np.zeros(3))
+    assert status == "failed" and "expected a function, got ndarray" in message
 
 
 def test_feedback_shows_input_expected_and_got():
@@ -72,9 +81,9 @@ def test_crash_inside_the_learners_code_becomes_feedback():
 
 
 @pytest.mark.parametrize("name, style, body", ALTERNATIVES, ids=[f"{n}-{s}" for n, s, _ in ALTERNATIVES])
-def test_a_right_answer_written_differently_passes(name, style, body, capsys):
-    checker(name)(function_from(name, body))
-    assert capsys.readouterr().out.strip().endswith("checks passed"), style
+def test_a_right_answer_written_differently_passes(name, style, body):
+    status, line = replayed(name, function_from(name, body))
+    assert status == "passed" and line.endswith("checks passed"), (style, line)
 
 
 def test_an_answer_that_edits_its_input_cannot_change_the_checkers_data():

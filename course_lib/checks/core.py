@@ -17,6 +17,8 @@ import sys
 import numpy as np
 import torch
 
+from course_lib.checks.record import probe, seed  # noqa: F401 (seed: for the checkers)
+
 
 def show(x, rows=4, cols=6):
     """A short, readable rendering of a value for feedback messages.
@@ -67,6 +69,30 @@ def _snapshot(value):
     return None
 
 
+def _message(e):
+    """str(e), or a stand-in when the learner's exception cannot show itself."""
+    try:
+        return str(e)
+    except Exception:
+        return f"<a {type(e).__name__} whose message could not be shown>"
+
+
+def _write_back(target, value):
+    """Put what the learner's function wrote into an array argument back into the checker's array.
+
+    In direct and record mode the array already holds it; in replay it comes from the record.
+    """
+    if value is None or target is value:
+        return
+    if isinstance(target, np.ndarray) and isinstance(value, np.ndarray) and target.shape == value.shape:
+        if not np.array_equal(target, value, equal_nan=True):
+            target[...] = value
+    elif isinstance(target, torch.Tensor) and isinstance(value, torch.Tensor) and target.shape == value.shape:
+        if not torch.equal(torch.nan_to_num(target.detach()), torch.nan_to_num(value)):
+            with torch.no_grad():
+                target.copy_(value)
+
+
 def _unchanged(before, after):
     if isinstance(before, np.ndarray):
         return before.shape == after.shape and np.array_equal(before, after, equal_nan=True)
@@ -88,8 +114,9 @@ class Checker:
         self.last_case = None         # the input of the last call, for feedback on a crash
         if _RUNS:
             _RUNS[-1].append(self)
-        if not callable(fn):
-            self.fail(f"expected a function, got {type(fn).__name__}",
+        kind = probe("what was checked", lambda: None if callable(fn) else type(fn).__name__)
+        if kind is not None:
+            self.fail(f"expected a function, got {kind}",
                       hint=f"pass the function itself, e.g. check_{exercise}({exercise}), "
                            f"without calling it")
 
@@ -114,47 +141,67 @@ class Checker:
         grad is passed as it is too, so gradients can reach it, and compared afterwards.
         """
         __tracebackhide__ = True
-        names = _parameter_names(self.fn, len(args)) + list(kwargs)
+        fn = self.fn
+        names = probe(f"the parameter names for {case}",
+                      lambda: _parameter_names(fn, len(args))) + list(kwargs)
         given = list(args) + list(kwargs.values())
-        passed, before = [], []
+        passed, before, written = [], [], []
         for i, (name, value) in enumerate(zip(names, given)):
             copy = _snapshot(value)
             if copy is None or i in mutable or name in mutable:
                 passed.append(value)
                 before.append(None)
+                written.append(copy is not None)    # an array the exercise writes into
             elif isinstance(value, torch.Tensor) and value.requires_grad:
                 passed.append(value)
                 before.append(copy)
+                written.append(False)
             else:
                 passed.append(copy)
                 before.append(value)
+                written.append(False)
         self.last_case = case
         self.takes_tensors = any(isinstance(v, torch.Tensor) for v in given)
-        watch = Watch(self.forbidden)
-        try:
-            with watch:
-                result = self.fn(*passed[:len(args)], **dict(zip(kwargs, passed[len(args):])))
-        except NotImplementedError:
-            raise
-        except Exception as e:  # the learner's bug, reported as feedback rather than a traceback
+
+        def invoke():
+            # The one place the learner's function runs: what it returned, the first forbidden
+            # function it called, the inputs it changed, and what it wrote into `mutable` arrays.
+            watch = Watch(self.forbidden)
+            try:
+                with watch:
+                    result = fn(*passed[:len(args)], **dict(zip(kwargs, passed[len(args):])))
+            except NotImplementedError:
+                raise
+            except Exception as e:
+                return {"raised": (type(e).__name__, _message(e)), "called": watch.called}
+            changed = [name for name, was, now in zip(names, before, passed)
+                       if was is not None and not _unchanged(was, now)]
+            wrote = [_snapshot(now) if w else None for now, w in zip(passed, written)]
+            return {"result": result, "called": watch.called, "changed": changed, "wrote": wrote}
+
+        seen = probe(f"the call {case}", invoke)
+        for target, value in zip(passed, seen.get("wrote") or ()):
+            _write_back(target, value)
+        if "raised" in seen:  # the learner's bug, reported as feedback rather than a traceback
+            kind, text = seen["raised"]
             hint = crash_hint or ("run your function on this input in a cell of its own and "
                                   "print the shapes of the arrays inside it")
-            if "leaf Variable that requires grad is being used in an in-place" in str(e):
+            if "leaf Variable that requires grad is being used in an in-place" in text:
                 hint = ("your function changed an input in place (+=, x[...] = ..., a method "
                         "ending in _): build new tensors instead (x = x + ...), so that gradients "
                         "can reach the input and the caller keeps it as it was")
-            self.fail(f"your function raised {type(e).__name__}: {e}", case=case, hint=hint)
-        if watch.called:
-            self.fail(f"your function calls {watch.called}, which this exercise asks you not to use",
+            self.fail(f"your function raised {kind}: {text}", case=case, hint=hint)
+        if seen["called"]:
+            self.fail(f"your function calls {seen['called']}, which this exercise asks you not to use",
                       case=case, hint=f"write the computation yourself, as the exercise describes: "
-                                      f"{watch.called} does the whole job, so using it shows "
+                                      f"{seen['called']} does the whole job, so using it shows "
                                       f"nothing of how it works")
-        for name, was, now in zip(names, before, passed):
-            if was is not None and not _unchanged(was, now):
-                self.fail(f"your function changed its input {name} in place", case=case,
-                          hint=f"build new arrays rather than writing into {name} (x = x - m "
-                               f"rather than x -= m, no {name}[...] = ...): the caller still "
-                               f"needs {name} as it was")
+        for name in seen["changed"]:
+            self.fail(f"your function changed its input {name} in place", case=case,
+                      hint=f"build new arrays rather than writing into {name} (x = x - m "
+                           f"rather than x -= m, no {name}[...] = ...): the caller still "
+                           f"needs {name} as it was")
+        result = seen["result"]
         if result is None:
             self.fail("your function returned None", case=case,
                       hint=none_hint or "finish it with a `return` of the result; a function "
@@ -382,27 +429,39 @@ def gradients_flow(c, fn, inputs, names, reference, case, extra=()):
         c.fail("no gradient flows through your function", case=case,
                hint="use torch operations only: .detach(), .item(), NumPy or torch.no_grad() "
                     "cut the graph, and the layer could not be trained")
-    try:
-        out.double().sum().backward()
-    except Exception as e:  # the learner's graph, reported as feedback rather than a traceback
-        c.fail(f"the backward pass through your function failed: {type(e).__name__}: "
-               f"{torch_error(e)}", case=case,
+    seen = probe(f"the backward pass for {case}", lambda: backward(out, mine))
+    if "raised" in seen:
+        c.fail(f"the backward pass through your function failed: {seen['raised']}", case=case,
                hint="an in-place edit (+=, masked_fill_, x[...] = ...) overwrote a tensor that "
                     "autograd kept for the backward pass: build a new tensor instead "
                     "(scores = scores + mask, scores.masked_fill(...))")
     theirs = [t.detach().double().requires_grad_(True) for t in inputs]
     reference(*theirs, *extra).sum().backward()
-    for name, a, b in zip(names, mine, theirs):
-        if a.grad is None:
+    for name, grad, b in zip(names, seen["grads"], theirs):
+        if grad is None:
             c.fail(f"no gradient flows back to {name}", case=case,
                    hint="use torch operations only: .detach(), .item(), NumPy or "
                         "torch.no_grad() cut the graph, and the layer could not be trained")
-        if not torch.allclose(a.grad.double(), b.grad, atol=1e-4, rtol=1e-3):
+        if not (isinstance(grad, torch.Tensor) and grad.shape == b.grad.shape
+                and torch.allclose(grad.double(), b.grad, atol=1e-4, rtol=1e-3)):
             c.fail(f"the gradient with respect to {name} is not right", case=case,
-                   expected=b.grad, got=a.grad,
+                   expected=b.grad, got=grad,
                    hint="the forward values are right, so something in between is not an "
                         "ordinary torch operation: build the result from x with torch only")
     c.ok()
+
+
+def backward(out, inputs, weight=None):
+    """Back-propagate (out * weight).sum() (weight 1 when None) through the learner's graph: for a probe.
+
+    Returns {"grads": [each input's .grad, or None]}, or {"raised": torch's error in one line}.
+    """
+    try:
+        total = out.double() if weight is None else out.double() * weight
+        total.sum().backward()
+    except Exception as e:  # the learner's graph, reported as feedback rather than a traceback
+        return {"raised": f"{type(e).__name__}: {torch_error(e)}"}
+    return {"grads": [None if t.grad is None else t.grad.detach().clone() for t in inputs]}
 
 
 def torch_error(e):
