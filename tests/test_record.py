@@ -153,3 +153,11 @@ def test_a_value_too_deep_to_record_fails_the_probe_in_both_modes(tmp_path):
     with replaying(load(tmp_path / "r"), 0):
         with pytest.raises(Exception, match="could not be recorded"):
             probe("deep", None)
+
+
+@pytest.mark.parametrize("value", [{"device": "no such device"},
+                                   {"npscalar": "float32", "value": [1.0, 2.0]},
+                                   {"complex": [1.0]}, {"bytes": "***"}, {"size": [-1]}])
+def test_values_that_no_probe_could_write_are_refused(tmp_path, value):
+    with pytest.raises(RecordError):
+        load(saved(tmp_path, {"format": 1, "observations": [{"label": "a", "value": value}]}))

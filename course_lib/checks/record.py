@@ -319,7 +319,10 @@ def _decode(data, tensors, budget, depth=0):
         if tag == "bytes":
             return base64.b64decode(body, validate=True)
         if tag == "complex":
-            return complex(*(_decode(v, tensors, budget, depth + 1) for v in body))
+            real, imag = (_decode(v, tensors, budget, depth + 1) for v in _list(body))
+            if type(real) is not float or type(imag) is not float:
+                raise RecordError("a malformed complex number")
+            return complex(real, imag)
         if tag == "size":
             return torch.Size([_int(n) for n in _list(body)])
         if tag in ("tuple", "set", "frozenset"):
@@ -350,13 +353,16 @@ def _decode(data, tensors, budget, depth=0):
         if tag == "npscalar":
             if body not in NUMPY_DTYPES:
                 raise RecordError(f"an unknown dtype {body!r}")
-            return np.dtype(body).type(_decode(data.get("value"), tensors, budget, depth + 1))
+            item = _decode(data.get("value"), tensors, budget, depth + 1)
+            if type(item) not in (bool, int, float, complex):
+                raise RecordError("a NumPy scalar whose value is not a number")
+            return np.dtype(body).type(item)
         if tag == "opaque":
             kind = type(str(body)[:200], (Opaque,), {"__module__": str(data.get("module"))[:200]})
             return kind(str(data.get("repr"))[:300])
     except RecordError:
         raise
-    except (KeyError, TypeError, ValueError, OverflowError) as e:
+    except (KeyError, TypeError, ValueError, OverflowError, RuntimeError) as e:
         raise RecordError(f"a malformed {tag!r} value ({type(e).__name__}: {e})") from None
     raise RecordError(f"an unknown kind of value {tag!r}")
 
