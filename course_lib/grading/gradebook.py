@@ -81,10 +81,11 @@ def ordered(rows):
 def write_outputs(out, rows, lessons):
     """Write what a class's grading ends with: gradebook.csv, summary.csv, the feedback pages' notes.
 
-    grade_class and `merge` both end here. Returns the rows in the gradebook's order.
+    grade_class and `merge` both end here. Returns the rows in the gradebook's order, each
+    with every column, as text.
     """
     out = Path(out)
-    rows = ordered(rows)
+    rows = [{k: "" if row.get(k) is None else str(row.get(k, "")) for k in GRADEBOOK} for row in ordered(rows)]
     _write_csv(out / "gradebook.csv", GRADEBOOK, rows)
     _write_summary(out / "summary.csv", rows, lessons)
     note_feedback(out / "feedback", rows)

@@ -92,7 +92,7 @@ def parse_time(text, tz, where):
             when = when.replace(tzinfo=ZoneInfo(zone_name))
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"{where}: {text!r} names the zone {zone_name!r}, which is not an IANA "
-                             f"zone (abbreviations such as CET are ambiguous): write the offset, e.g. "
+                             f"zone (abbreviations such as CEST are ambiguous): write the offset, e.g. "
                              f"2026-12-08T17:00+01:00") from None
     return when if when.tzinfo is not None else when.replace(tzinfo=tz)
 

@@ -45,7 +45,9 @@ def resolve(out, stems, learners, maxima, partial_exercises, *, partial=None, du
             late_penalty=None, timezone=None, overrides=None):
     """(Term, what to keep in out/term.json) from the options given over those kept in `out`.
 
-    Each option left as None takes its kept value; "none" drops it. ValueError names what is wrong.
+    learners: every learner's name; maxima: {lesson stem: {exercise: points}} of every lesson (or
+    a function that gives it, called only when there are overrides). Each option left as None
+    takes its kept value; "none" drops it. ValueError names what is wrong.
     """
     out = Path(out)
     kept = read_settings(out)
@@ -67,7 +69,7 @@ def resolve(out, stems, learners, maxima, partial_exercises, *, partial=None, du
     if penalty is not None and not dues:
         raise ValueError("--late-penalty needs due times: give --due 01=2026-12-08T17:00,... too")
     source = None if overrides == NONE else overrides or (out / STORED if (out / STORED).exists() else None)
-    found = read_overrides(source, learners, maxima) if source else {}
+    found = read_overrides(source, learners, maxima() if callable(maxima) else maxima) if source else {}
     term = Term(bool(settings.get("partial")), partial_exercises, dues, penalty,
                 settings.get("timezone") or "UTC", found)
     return term, {k: v for k, v in settings.items() if v is not None}
