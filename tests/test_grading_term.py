@@ -365,31 +365,40 @@ def test_an_older_gradebook_is_read_and_its_rows_kept(fake_class):
 
 @pytest.fixture(scope="module")
 def real_class(tmp_path_factory):
-    """Three lesson-00 learners graded whole, in two shards merged, and one of them again."""
+    """Two lesson-00 learners (one a shard each) graded whole, in two shards merged, and one again.
+
+    ada: right, early. eve: next_token_targets wrong, a day and half an hour late, with an
+    override for it; then she hands in a right answer and is graded again by herself.
+    """
     base = tmp_path_factory.mktemp("term")
     folder = base / "class"
-    for name, nb in (("ada", fill(blank(), REFERENCE)),
-                     ("bob", fill(blank(), {**REFERENCE, EXERCISE: UNSHIFTED.body})),
-                     ("eve", blank())):
+    assert (shards.shard_of("ada", 2), shards.shard_of("eve", 2)) == (1, 2)
+    for name, nb, stamp in (("ada", fill(blank(), REFERENCE), "2026-12-08T16:00:00+00:00"),
+                            ("eve", fill(blank(), {**REFERENCE, EXERCISE: UNSHIFTED.body}),
+                             "2026-12-09 17:30:00.000000 UTC")):
         (folder / name).mkdir(parents=True)
         nbformat.write(nb, folder / name / LESSON)
-    for name, stamp in (("ada", "2026-12-08T16:00:00+00:00"), ("bob", "2026-12-09 17:30:00.000000 UTC"),
-                        ("eve", "2026-12-08 17:00:00 UTC")):  # early, late, at the due time itself
         (folder / name / "timestamp.txt").write_text(stamp)
+    overrides = base / "overrides.csv"
+    overrides.write_text("learner,lesson,exercise,points,comment\neve,00,next_token_targets,0.5,"
+                         "the shift was right in the lab\n")
     options = dict(jobs=2, cell_timeout=TIMEOUT, notebook_timeout=240, memory_gib=3, sandbox=SANDBOXED,
                    log=lambda line: None, partial=True, due="00=2026-12-08T17:00",
-                   late_penalty="10%/day,max=50%")
+                   late_penalty="10%/day,max=50%", overrides=str(overrides))
     whole, _ = gradebook.grade_class(folder, base / "whole", **options)
     parts = [base / f"part{k}" for k in (1, 2)]
     for k, part in enumerate(parts, 1):
         gradebook.grade_class(folder, part, shard=(k, 2), **options)
     merged = shards.merge(parts, base / "merged", log=lambda line: None)
     before = read_csv(base / "whole" / "gradebook.csv")
+    summary = read_csv(base / "whole" / "summary.csv")  # before eve's regrade
     nbformat.write(fill(blank(), REFERENCE), folder / "eve" / LESSON)
     calls = []
-    regraded, _ = gradebook.grade_class(folder, base / "whole", chosen=["eve"], **{
-        **options, "log": calls.append})
-    return dict(base=base, whole=whole, merged=merged, before=before, regraded=regraded, calls=calls)
+    regraded, _ = gradebook.grade_class(folder, base / "whole", chosen=["eve"], jobs=2,
+                                        cell_timeout=TIMEOUT, notebook_timeout=240, memory_gib=3,
+                                        sandbox=SANDBOXED, log=calls.append)  # the rules kept in whole/
+    return dict(base=base, whole=whole, merged=merged, before=before, summary=summary, regraded=regraded,
+                calls=calls)
 
 
 VARYING = ("cpu_seconds",)  # what two gradings of one notebook need not share
@@ -400,29 +409,34 @@ def steady(rows):
 
 
 def test_a_real_class_two_shards_merged_give_the_rows_of_one_run(real_class):
+    base = real_class["base"]
     assert steady(real_class["merged"]) == steady(real_class["whole"])
-    pages = sorted(p.relative_to(real_class["base"] / "merged" / "feedback")
-                   for p in (real_class["base"] / "merged" / "feedback").rglob("*.html"))
-    assert pages == sorted(p.relative_to(real_class["base"] / "whole" / "feedback")
-                           for p in (real_class["base"] / "whole" / "feedback").rglob("*.html"))
-    assert len(pages) == 3
+    assert read_csv(base / "merged" / "summary.csv") == real_class["summary"]
+    pages = sorted(p.relative_to(base / "merged" / "feedback") for p in (base / "merged" / "feedback").rglob("*.html"))
+    assert [str(p) for p in pages] == [f"ada/{STEM}.html", f"eve/{STEM}.html"]
+    note = (base / "merged" / "feedback" / "eve" / f"{STEM}.html").read_text()
+    assert "the shift was right in the lab" in note and "1 day, 0:30:00 after the due time: 20% off" in note
 
 
-def test_a_real_class_gets_counts_partial_points_and_the_late_penalty(real_class):
+def test_a_real_class_gets_counts_partial_points_the_late_penalty_and_the_override(real_class):
     rows = real_class["whole"]
     ada = rows_of(rows, "ada")
-    assert (ada["status"], ada["cases"], ada["points"]) == ("passed", "6/6", "1")
-    bob = rows_of(rows, "bob")  # a wrong answer: its passed count awaits the replay (issue 19)
-    assert (bob["status"], bob["cases"], bob["points"]) == ("failed", "?/6 (unknown: no partial credit)", "0")
-    right = rows_of(rows, "bob", "text_to_ids")  # right, and a day and half an hour late: 2 days, 20%
-    assert (right["status"], right["lateness"], right["penalty"], right["points_before_penalty"],
-            right["points"]) == ("passed", "1 day, 0:30:00", "20%", "1", "0.8")
+    assert (ada["status"], ada["cases"], ada["points"], ada["lateness"]) == ("passed", "6/6", "1", "0:00:00")
+    eve = rows_of(rows, "eve")  # a wrong answer: its passed count awaits the replay (issue 19)
+    assert (eve["status"], eve["cases"], eve["auto_points"], eve["points"], eve["override"]) == (
+        "failed", "?/6 (unknown: no partial credit)", "0", "0.5", "yes")
+    right = rows_of(rows, "eve", "text_to_ids")  # right, a day and half an hour late: 2 days, 20%
+    assert (right["status"], right["cases"], right["lateness"], right["penalty"],
+            right["points_before_penalty"], right["points"]) == ("passed", "16/16", "1 day, 0:30:00", "20%",
+                                                                 "1", "0.8")
 
 
-def test_a_real_regrade_of_one_learner_keeps_the_others(real_class):
+def test_a_real_regrade_of_one_learner_keeps_the_others_and_the_override(real_class):
     regraded = real_class["regraded"]
     assert [r for r in steady(regraded) if r["learner"] != "eve"] == \
         [r for r in steady(real_class["before"]) if r["learner"] != "eve"]
-    assert {r["status"] for r in regraded if r["learner"] == "eve"} == {"passed"}
+    eve = rows_of(regraded, "eve")
+    assert (eve["status"], eve["auto_points"], eve["points"], eve["comment"]) == (
+        "passed", "0.8", "0.5", "the shift was right in the lab")
     assert [line for line in real_class["calls"] if line.startswith("[")] == [
         next(line for line in real_class["calls"] if line.startswith("[1/1] eve/"))]
