@@ -440,3 +440,19 @@ def test_a_real_regrade_of_one_learner_keeps_the_others_and_the_override(real_cl
         "passed", "0.8", "0.5", "the shift was right in the lab")
     assert [line for line in real_class["calls"] if line.startswith("[")] == [
         next(line for line in real_class["calls"] if line.startswith("[1/1] eve/"))]
+
+
+def test_the_command_grades_shards_and_merges_them(fake_class, capsys):
+    folder, tmp = str(fake_class["folder"]), fake_class["tmp"]
+    common = ["--class", folder, "--no-sandbox", "--no-html", "--partial", "--due", "00=2026-12-08T17:00",
+              "--late-penalty", "10%/day,max=50%", "--timezone", "Europe/Berlin"]
+    for k in (1, 2):
+        cli.main([*common, "--out", str(tmp / f"p{k}"), "--shard", f"{k}/2"])
+    assert cli.main(["merge", str(tmp / "p1"), str(tmp / "p2"), "--out", str(tmp / "all")]) == 0
+    assert {r["learner"] for r in read_csv(tmp / "all" / "gradebook.csv")} == {"ada", "bob", "cy", "dee"}
+    assert cli.main(["merge", str(tmp / "p1"), "--out", str(tmp / "none")]) == 2
+    assert "shard 2/2 is missing" in capsys.readouterr().err
+    assert cli.main([*common, "--out", str(tmp / "p3"), "--shard", "0/2"]) == 2
+    assert "$((INDEX + 1))/2" in capsys.readouterr().err
+    assert cli.main(["x.ipynb", "--learner", "ada"]) == 2
+    assert "--learner grade a class" in capsys.readouterr().err

@@ -165,6 +165,12 @@ def main(argv=None):
             print(f"{problems} notebook(s) or learner(s) could not be graded or are missing: see the "
                   f"rows whose status is 'not run' or 'missing'")
         return 1 if problems else 0
+    given = [f"--{name.replace('_', '-')}" for name in ("partial", "overrides", "due", "late_penalty",
+                                                        "timezone", "learner", "shard")
+             if getattr(args, name) is not None] + (["--force"] if args.force else [])
+    if given:
+        print(f"error: {', '.join(given)} grade a class: add --class and --out", file=sys.stderr)
+        return 2
     if not Path(args.path).is_file():
         print(f"error: there is no notebook at {args.path}", file=sys.stderr)
         return 2
