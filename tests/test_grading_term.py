@@ -45,6 +45,7 @@ def test_partial_points_are_the_passed_share_and_only_where_counted():
     assert partial.automatic_points("failed", 2, None, 26, True) == 0      # not counted: nothing
     assert partial.automatic_points("not run", 2, 3, 6, True) == 0
     assert partial.automatic_points("passed", 2, None, None, True) == 2
+    assert partial.automatic_points("failed", 2, 26, 26, True) == 0        # failed for another reason
     assert partial.cases_text(None, 26, partial=True) == "?/26 (unknown: no partial credit)"
     assert partial.parse_cases("?/26 (unknown: no partial credit)") == (None, 26)
 

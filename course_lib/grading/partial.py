@@ -4,7 +4,9 @@ An exercise is worth its `points` (its check cell's metadata). It earns a share 
 points x cases_passed / cases_total, where its check cell's metadata says `"partial": true`
 or the grader is run with `--partial`; otherwise all or nothing. A check whose counts are
 not known (it never ran, or nothing counted its cases) earns no partial points, and its
-`cases` cell in the gradebook says so. A passed check always earns its full points.
+`cases` cell in the gradebook says so. A passed check always earns its full points; a
+failed one whose counts say that every case passed failed for another reason (the course's
+own implementation, a changed grading copy) and earns none.
 """
 import dataclasses
 import re
@@ -80,6 +82,6 @@ def automatic_points(status, max_points, passed, total, partial):
     """The points the checks give: all on a pass; the passed share on a failure where partial and counted."""
     if status == "passed":
         return max_points
-    if partial and status == "failed" and passed is not None and total:
-        return round(max_points * min(max(passed, 0), total) / total, DECIMALS)
-    return 0
+    if partial and status == "failed" and passed is not None and total and passed < total:
+        return round(max_points * max(passed, 0) / total, DECIMALS)
+    return 0  # a failure with every case passed failed for another reason (no credit, tampering)
