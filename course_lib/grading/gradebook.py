@@ -126,8 +126,9 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                                 f"holding their notebooks, e.g. {folder}/ada/00_start_here.ipynb")
     unknown = sorted(set(chosen or []) - set(learners) - set(names))
     if unknown:
+        known = sorted(set(learners) | set(names))
         raise ValueError(f"--learner: {', '.join(unknown)} has no folder in {folder} and is not on the "
-                         f"roster; learners: {', '.join(sorted(set(learners) | set(names)))}")
+                         f"roster; learners: {', '.join(known[:20])}" + (", ..." if len(known) > 20 else ""))
     jobs = jobs or cores()
     mode = SANDBOXED if use_sandbox(sandbox) else UNSANDBOXED  # SandboxUnavailable: nothing graded
     for what, path in (("class folder", folder), ("--out folder", out)):
