@@ -457,3 +457,13 @@ def test_the_command_grades_shards_and_merges_them(fake_class, capsys):
     assert "$((INDEX + 1))/2" in capsys.readouterr().err
     assert cli.main(["x.ipynb", "--learner", "ada"]) == 2
     assert "--learner grade a class" in capsys.readouterr().err
+
+
+def test_a_timestamp_txt_that_is_not_a_time_is_named_and_the_files_time_used(fake_class):
+    folder, out = fake_class["folder"], fake_class["out"]
+    write_learner(folder, "ada", stamp="handed in on Tuesday")
+    os.utime(folder / "ada" / LESSON, (0, 1_800_000_000))
+    said = []
+    rows, _ = gradebook.grade_class(folder, out, jobs=1, sandbox=False, html=False, log=said.append)
+    assert any("ada/timestamp.txt: 'handed in on Tuesday' is not a time" in line for line in said)
+    assert rows_of(rows, "ada")["submitted"] == datetime.datetime.fromtimestamp(1_800_000_000, UTC).isoformat()
