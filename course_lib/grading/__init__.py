@@ -2,6 +2,7 @@
 
     python -m course_lib.grading exercises/01_attention_by_hand.ipynb        # one notebook
     python -m course_lib.grading --class submissions/ --out grades/ [--roster roster.txt]
+    python -m course_lib.grading merge grades-1/ grades-2/ --out grades/   # parts of --shard K/N
 
 The modules follow a notebook's way through grading:
 
@@ -13,6 +14,9 @@ The modules follow a notebook's way through grading:
 - `verdicts`: one result per exercise from those records, with the reason in words
   (`borrowed`: no credit for an exercise answered by course_lib's own implementation);
 - `gradebook` and `feedback`: a class's gradebook.csv, summary.csv, grading.log and pages;
+- `term`: the rules on top of the checks, row by row: `partial` (credit for the share of a
+  check's cases passed), `lateness` (due times, submission times, the penalty rule) and
+  `overrides` (points set by hand, with a reason); `shards` grades a class in parts and merges them;
 - `cli`: the command (`__main__` runs it).
 
 `--keep DIR` leaves the graded copy in DIR; then `python -m pytest DIR/notebooks/<lesson>.ipynb`

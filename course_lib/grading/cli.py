@@ -1,10 +1,54 @@
-"""The command: `python -m course_lib.grading NOTEBOOK` or `--class FOLDER --out OUT`."""
+"""The command: `python -m course_lib.grading NOTEBOOK` or `--class FOLDER --out OUT`, and `merge`.
+
+    python -m course_lib.grading exercises/01_attention_by_hand.ipynb         # one notebook
+    python -m course_lib.grading --class submissions/ --out grades/            # a class
+    python -m course_lib.grading merge grades-1/ grades-2/ --out grades/       # shards joined
+
+Class mode's options for a term (each rule given is kept in OUT, in term.json and
+overrides.csv, and a later run that does not give it uses the kept one; "none" drops it):
+
+--partial / --no-partial
+    Every exercise earns points x cases passed / cases total (rounded to 3 decimals) where
+    its check's counts are known; without it only exercises whose check cell's metadata says
+    `"partial": true` do. The gradebook's `cases` column shows "12/26"; where partial credit
+    applies and the counts are unknown it says so, and gives no partial points. A passed
+    exercise always earns its full points.
+--overrides FILE
+    A CSV `learner,lesson,exercise,points,comment` (lesson: 01 or 01_attention_by_hand):
+    `points` in the gradebook is the override's, `auto_points` what the checks (and the late
+    penalty) gave, `override` says "yes" and `comment` why; the comment is shown on the
+    learner's feedback page. A bad line stops the run with its line number.
+--due 01=2026-12-08T17:00,02=2026-12-15T17:00   or   --due FILE
+    Each lesson's due time (a file: one `lesson=time` a line). The gradebook shows
+    `submitted` (from timestamp.txt in the notebook's folder or a folder above it up to the
+    learner's, nbgrader's convention, e.g. `2026-12-08 17:04:31.123456 UTC`; else the
+    notebook file's modification time), `lateness` and `penalty`.
+--late-penalty 10%/day[,max=50%]   (or N%/hour)
+    Each started day (hour) late takes N% of the points the checks gave, at most max
+    (default 100%): 26 hours late under 10%/day is 2 days, 20% off. On the due time itself is
+    on time. `points_before_penalty` keeps the points before it.
+--timezone ZONE
+    The zone (IANA name, default UTC) of a time written without one, in --due and in
+    timestamp.txt; never the machine's own zone.
+--learner NAME (repeatable)
+    Grade only these learners and merge their rows into the gradebook and summary in OUT;
+    every other learner's rows stay as they were.
+--force
+    Grade again even the notebooks that have not changed since they were graded. (A notebook
+    with a "not run" row is always graded again.)
+--shard K/N
+    Grade only the K-th of N parts of the class (K from 1; a learner's part is a hash of the
+    name, so it does not change as learners join) into OUT; then `merge` joins the parts'
+    out folders into the gradebook, summary and feedback pages one run would give, and
+    refuses parts that overlap, miss one, or were graded with other rules.
+"""
 import argparse
 import sys
 from pathlib import Path
 
 from course_lib.exercises import ROOT
 from course_lib.grading.gradebook import grade_class
+from course_lib.grading.shards import merge, parse_shard
 from course_lib.grading.graded_copy import changed, tree_hash
 from course_lib.grading.lessons import LESSONS
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
@@ -28,7 +72,26 @@ def _lesson_names(text, lessons=LESSONS):
     return found
 
 
+def merge_main(argv):
+    """`python -m course_lib.grading merge OUT... --out OUT`."""
+    parser = argparse.ArgumentParser(prog="python -m course_lib.grading merge",
+                                     description="Join the out folders of a class graded with --shard "
+                                                 "K/N into one gradebook, summary and feedback.")
+    parser.add_argument("parts", nargs="+", help="the shards' out folders")
+    parser.add_argument("--out", required=True, help="where the joined gradebook goes")
+    args = parser.parse_args(argv)
+    try:
+        merge(args.parts, args.out)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["merge"]:
+        return merge_main(argv[1:])
     parser = argparse.ArgumentParser(description="Grade exercise notebooks with nbval against the "
                                                  "lessons' checks.")
     parser.add_argument("path", help="a notebook, or with --class a folder with a folder per learner")
@@ -58,6 +121,21 @@ def main(argv=None):
                         help="run the notebooks without the bubblewrap sandbox (class mode refuses "
                              "to grade unsandboxed without this; one notebook falls back by itself "
                              "where there is no sandbox, and says so)")
+    term = parser.add_argument_group("a term's grading (class mode; see the module's docstring)")
+    term.add_argument("--partial", action=argparse.BooleanOptionalAction, default=None,
+                      help="give every exercise the passed share of its points (default: only "
+                           "those whose check cell's metadata says partial)")
+    term.add_argument("--overrides", metavar="FILE", help="a CSV learner,lesson,exercise,points,comment "
+                                                          "of points set by hand ('none': drop them)")
+    term.add_argument("--due", help="due times: 01=2026-12-08T17:00,02=... or a file of lesson=time lines")
+    term.add_argument("--late-penalty", metavar="RULE", help="e.g. 10%%/day or 10%%/day,max=50%% (each "
+                                                             "started day counts)")
+    term.add_argument("--timezone", metavar="ZONE", help="the zone of times written without one "
+                                                          "(default UTC)")
+    term.add_argument("--learner", action="append", metavar="NAME",
+                      help="grade only this learner (repeatable), keeping every other row")
+    term.add_argument("--force", action="store_true", help="grade again what has not changed")
+    term.add_argument("--shard", metavar="K/N", help="grade only the K-th of N parts of the class")
     args = parser.parse_args(argv)
     limits = dict(cell_timeout=args.timeout, notebook_timeout=args.notebook_timeout,
                   memory_gib=args.memory, startup_timeout=args.startup_timeout)
@@ -65,8 +143,13 @@ def main(argv=None):
         try:
             rows, problems = grade_class(args.path, args.out, jobs=args.jobs, roster=args.roster,
                                          only=_lesson_names(args.lessons),
-                                         html=not args.no_html, sandbox=not args.no_sandbox, **limits)
-        except FileNotFoundError as e:
+                                         html=not args.no_html, sandbox=not args.no_sandbox,
+                                         chosen=args.learner, force=args.force,
+                                         shard=parse_shard(args.shard) if args.shard else None,
+                                         partial=args.partial, due=args.due,
+                                         late_penalty=args.late_penalty, timezone=args.timezone,
+                                         overrides=args.overrides, **limits)
+        except (FileNotFoundError, ValueError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         except SandboxUnavailable as e:
@@ -82,6 +165,12 @@ def main(argv=None):
             print(f"{problems} notebook(s) or learner(s) could not be graded or are missing: see the "
                   f"rows whose status is 'not run' or 'missing'")
         return 1 if problems else 0
+    given = [f"--{name.replace('_', '-')}" for name in ("partial", "overrides", "due", "late_penalty",
+                                                        "timezone", "learner", "shard")
+             if getattr(args, name) is not None] + (["--force"] if args.force else [])
+    if given:
+        print(f"error: {', '.join(given)} grade a class: add --class and --out", file=sys.stderr)
+        return 2
     if not Path(args.path).is_file():
         print(f"error: there is no notebook at {args.path}", file=sys.stderr)
         return 2

@@ -1,6 +1,7 @@
 """Write feedback: the learner's notebook as HTML with each check's result under its exercise."""
 import copy
 import datetime
+import html
 import json
 import re
 import threading
@@ -106,3 +107,56 @@ def _result_cells(r):
                                           f"{_points(r.points)} of {_points(r.max_points)} points"),
             _result_cell(f"check_{r.exercise}({r.exercise})", r.feedback)]
 
+
+
+# ---------------------------------------------------------------- the term's note on a page
+
+NOTE_BEGIN, NOTE_END = "<!-- course_lib.grading: term note -->", "<!-- course_lib.grading: end of term note -->"
+
+
+def term_notes(rows):
+    """What a learner's page says of one lesson's term rows: points set by hand and why, lateness, what counts."""
+    lines = []
+    for r in rows:
+        if r.get("override"):
+            lines.append(f"{r['exercise']}: {r['points']} of {r['max_points']} points, set by your "
+                         f"instructor (the checks gave {r['auto_points']})"
+                         + (f": {r['comment']}" if r.get("comment") else ""))
+    late = next((r for r in rows if r.get("lateness")), None)
+    if late is not None and late["penalty"] not in ("", "0%"):
+        lines.append(f"Handed in {late['submitted']}, {late['lateness']} after the due time: "
+                     f"{late['penalty']} off the points the checks gave.")
+    elif late is not None:
+        lines.append(f"Handed in {late['submitted']}, on time.")
+    if lines:
+        earned = sum(float(r["points"] or 0) for r in rows)
+        total = sum(float(r["max_points"] or 0) for r in rows)
+        lines.append(f"Points that count: {_points(earned)} of {_points(total)}.")
+    return lines
+
+
+def set_term_note(page, lines):
+    """Put the lines at the top of a feedback page, in place of the note an earlier run put there."""
+    text = page.read_text(encoding="utf-8")
+    start, end = text.find(NOTE_BEGIN), text.find(NOTE_END)
+    body = text[:start] + text[end + len(NOTE_END):] if 0 <= start < end else text
+    if lines:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+        note = (f"{NOTE_BEGIN}<div class=\"term-note\" style=\"border:2px solid #888;padding:0.5em 1em;"
+                f"margin:1em\"><strong>From your instructor's gradebook</strong><ul>{items}</ul></div>{NOTE_END}")
+        match = re.search(r"<body[^>]*>", body)
+        at = match.end() if match else 0
+        body = body[:at] + note + body[at:]
+    if body != text:
+        page.write_text(body, encoding="utf-8")
+
+
+def note_feedback(folder, rows):
+    """Update each feedback page under `folder` (learner/lesson.html) with its rows' term note."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["learner"], r["lesson"]), []).append(r)
+    for (learner, lesson), mine in groups.items():
+        page = folder / learner / f"{lesson}.html"
+        if learner and lesson and page.is_file():
+            set_term_note(page, term_notes(mine))
