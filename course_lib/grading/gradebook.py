@@ -15,20 +15,24 @@ import nbformat
 from course_lib.exercises import ROOT
 from course_lib.grading.feedback import feedback_html
 from course_lib.grading.graded_copy import changed, tree_hash
+from course_lib.grading.help_taken import charge_solutions, help_columns, help_current
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
+from course_lib.grading.questions import lesson_questions, question_totals
 from course_lib.grading.run import Graded, grade, use_sandbox
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, exposed)
 from course_lib.grading.submissions import _learner_units, read_roster, submission_hash
 from course_lib.grading.verdicts import _points
 
-STATUSES = ("passed", "failed", "not run", "missing")
+STATUSES = ("passed", "failed", "not run", "missing", "not answered")
 # `sandbox`: how the row's notebook ran: "bubblewrap", "none" (--no-sandbox, or a machine without
 # one), or empty when it never ran (missing, unreadable, misnamed).
 # `cpu_seconds`: the CPU that grading the row's notebook took, its pytest and kernel together
 # (the same on each of its rows; empty when nothing ran or it was not measured).
+# `hints`, `solution`: the help an exercise's notebook asked for (course_lib.grading.help_taken);
+# empty on a question's row (its `exercise` is the question id, "00-bytes") and where none was read.
 GRADEBOOK = ["learner", "lesson", "exercise", "points", "max_points", "status", "feedback", "sha256",
-             "sandbox", "cpu_seconds"]
+             "sandbox", "cpu_seconds", "hints", "solution"]
 
 
 def _rows(learner, graded):
@@ -38,7 +42,8 @@ def _rows(learner, graded):
     return [dict(learner=learner, lesson=graded.lesson, exercise=r.exercise, points=_points(r.points),
                  max_points=_points(r.max_points), status=r.status, feedback=r.feedback,
                  sha256=graded.sha256, sandbox=graded.sandbox,
-                 cpu_seconds="" if graded.cpu_seconds is None else f"{graded.cpu_seconds:g}")
+                 cpu_seconds="" if graded.cpu_seconds is None else f"{graded.cpu_seconds:g}",
+                 **help_columns(graded, r.exercise))
             for r in graded.results]
 
 
@@ -51,10 +56,11 @@ def cores():
 def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=None,
                 cell_timeout=CELL_TIMEOUT, notebook_timeout=NOTEBOOK_TIMEOUT,
                 memory_gib=MEMORY_GIB, html=True, log=print, root=ROOT,
-                startup_timeout=STARTUP_TIMEOUT, sandbox=True):
+                startup_timeout=STARTUP_TIMEOUT, sandbox=True, solution_costs=None):
     """Grade every learner's notebooks into out/gradebook.csv, out/summary.csv and out/feedback/.
 
-    Returns (rows, problems): problems counts notebooks that could not be graded and
+    solution_costs: points taken off each exercise whose solution the notebook asked for
+    (help_taken.charge_solutions); None takes none. Returns (rows, problems): problems counts notebooks that could not be graded and
     learners with no submission. Raises FileNotFoundError with a plain message when the
     class folder is missing or holds nothing to grade.
     """
@@ -102,7 +108,7 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 sha = None
             previous = old.get((learner, path.stem))
             if sha and previous and all(r["sha256"] == sha and r["sandbox"] == mode
-                                        for r in previous):
+                                        for r in previous) and help_current(previous, solution_costs):
                 final[key] = previous
                 log(f"{learner}/{path.name}: unchanged since it was graded, kept")
                 continue
@@ -121,7 +127,7 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 graded = future.result()
             except Exception as e:  # a bug of ours must not stop the class
                 graded = Graded(path, None, problem=f"the grader failed: {type(e).__name__}: {e}")
-            rows = _rows(learner, graded)
+            rows = _rows(learner, charge_solutions(graded, solution_costs))
             final[key] = rows
             # the whole gradebook, rewritten and renamed into place: a grader killed now leaves
             # this complete one (earlier runs' rows for what is still to grade included)
@@ -153,7 +159,8 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
     for stem in sorted(expected):
         if f"{stem}.ipynb" in index:
             lesson_nb = nbformat.read(index[f"{stem}.ipynb"], as_version=4)
-            maxima[stem] = [(e.name, e.points) for e in lesson_exercises(lesson_nb, root)]
+            maxima[stem] = ([(e.name, e.points) for e in lesson_exercises(lesson_nb, root)]
+                            + lesson_questions(lesson_nb))
     for learner in sorted(set(learners) | set(names)):
         have = {k[1] for k in final if k[0] == learner}
         why = (f"{learner} has no folder in {folder}" if learner not in learners
@@ -248,6 +255,8 @@ def _plain(value):
 
 
 def _write_summary(path, rows, lessons):
+    """One line per learner: each lesson's points and `total` (exercises and questions together),
+    `max_total`, then `questions` and `max_questions`, the part of those that questions earned."""
     learners = sorted({r["learner"] for r in rows})
     table = []
     for learner in learners:
@@ -257,6 +266,7 @@ def _write_summary(path, rows, lessons):
             line[stem] = _points(sum(float(r["points"]) for r in mine if r["lesson"] == stem))
         line["total"] = _points(sum(float(r["points"]) for r in mine))
         line["max_total"] = _points(sum(float(r["max_points"]) for r in mine))
+        line.update(question_totals(mine))
         table.append(line)
-    _write_csv(path, ["learner", *lessons, "total", "max_total"], table)
+    _write_csv(path, ["learner", *lessons, "total", "max_total", "questions", "max_questions"], table)
 
