@@ -1,4 +1,19 @@
-"""The command: `python -m course_lib.grading NOTEBOOK` or `--class FOLDER --out OUT`."""
+"""The command: `python -m course_lib.grading NOTEBOOK` or `--class FOLDER --out OUT`.
+
+Besides each exercise's check, the grader reports two things it reads from the notebook's
+source, as data, in its own process (never run, and never from the stored outputs):
+
+- the lesson's questions, a row each (`exercise` is the question id, e.g. "00-bytes"):
+  `passed`, `failed` (with the explanation of the choice made) or `not answered` (still the
+  blank `...`, or no answer call), worth the `points` in the question cell's metadata in
+  notebooks/ (1 if none). The last `answer("<id>", x)` in the notebook that is not the blank
+  counts; x must be written out (a letter in quotes or a number).
+- the help asked for, per exercise: `hints` (the highest hint its `hint("x")` /
+  `hint("x", k)` calls reach) and `solution` (`yes` when it calls `solution("x")`). It
+  changes no points unless `--solution-costs POINTS` is given: then each exercise whose
+  solution was shown loses POINTS, never going below 0 (an exercise that failed anyway loses
+  nothing more, and its feedback says so), and `solution` reads `yes, costs POINTS`.
+"""
 import argparse
 import sys
 from pathlib import Path
@@ -6,7 +21,9 @@ from pathlib import Path
 from course_lib.exercises import ROOT
 from course_lib.grading.gradebook import grade_class
 from course_lib.grading.graded_copy import changed, tree_hash
+from course_lib.grading.help_taken import charge_solutions, help_line
 from course_lib.grading.lessons import LESSONS
+from course_lib.grading.questions import is_question
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         unavailable)
 from course_lib.grading.run import SandboxUnavailable, grade
@@ -26,6 +43,19 @@ def _lesson_names(text, lessons=LESSONS):
             raise SystemExit(f"error: --lessons: no single lesson is {part!r}; lessons: {', '.join(stems)}")
         found.append(match[0])
     return found
+
+
+def _cost(text):
+    """--solution-costs: a number of points, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of points of 0 or more; e.g. "
+                                         f"--solution-costs 0.5 takes half a point off an "
+                                         f"exercise whose solution was shown")
+    return value
 
 
 def main(argv=None):
@@ -58,6 +88,9 @@ def main(argv=None):
                         help="run the notebooks without the bubblewrap sandbox (class mode refuses "
                              "to grade unsandboxed without this; one notebook falls back by itself "
                              "where there is no sandbox, and says so)")
+    parser.add_argument("--solution-costs", type=_cost, default=None, metavar="POINTS",
+                        help="points taken off each exercise whose solution the notebook asked for "
+                             "(never below 0; default: none, the help is only reported)")
     args = parser.parse_args(argv)
     limits = dict(cell_timeout=args.timeout, notebook_timeout=args.notebook_timeout,
                   memory_gib=args.memory, startup_timeout=args.startup_timeout)
@@ -65,7 +98,8 @@ def main(argv=None):
         try:
             rows, problems = grade_class(args.path, args.out, jobs=args.jobs, roster=args.roster,
                                          only=_lesson_names(args.lessons),
-                                         html=not args.no_html, sandbox=not args.no_sandbox, **limits)
+                                         html=not args.no_html, sandbox=not args.no_sandbox,
+                                         solution_costs=args.solution_costs, **limits)
         except FileNotFoundError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
@@ -75,8 +109,10 @@ def main(argv=None):
                   f"bubblewrap (apt-get install bubblewrap), or pass --no-sandbox to grade with "
                   f"the learners' code running as you", file=sys.stderr)
             return 2
-        passed = sum(r["status"] == "passed" for r in rows)
-        print(f"{passed} of {len(rows)} exercise rows passed; gradebook: {Path(args.out) / 'gradebook.csv'}, "
+        asked = [r for r in rows if is_question(r["exercise"])]
+        passed = sum(r["status"] == "passed" for r in rows if not is_question(r["exercise"]))
+        print(f"{passed} of {len(rows) - len(asked)} exercise rows and "
+              f"{sum(r['status'] == 'passed' for r in asked)} of {len(asked)} question rows passed; gradebook: {Path(args.out) / 'gradebook.csv'}, "
               f"summary: {Path(args.out) / 'summary.csv'}, feedback: {Path(args.out) / 'feedback'}/")
         if problems:
             print(f"{problems} notebook(s) or learner(s) could not be graded or are missing: see the "
@@ -88,14 +124,18 @@ def main(argv=None):
     watched = tree_hash(ROOT)
     if not args.no_sandbox and unavailable() is not None:
         print(f"notice: no sandbox here ({unavailable()}): your notebook runs as you, as it does in Jupyter")
-    graded = grade(args.path, keep=args.keep, sandbox=False if args.no_sandbox else "auto", **limits)
+    graded = charge_solutions(grade(args.path, keep=args.keep, sandbox=False if args.no_sandbox else "auto",
+                                    **limits), args.solution_costs)
     if graded.lesson is None:
         print(graded.problem)
         return 1
     if graded.retried:
         print(graded.retried)
     for r in graded.results:
-        print(f"{r.exercise}: {r.status} ({_points(r.points)}/{_points(r.max_points)})  {r.feedback}")
+        taken = graded.help.get(r.exercise)
+        helped = taken is not None and help_line(taken)
+        print(f"{r.exercise}: {r.status} ({_points(r.points)}/{_points(r.max_points)})  {r.feedback}"
+              + (f"  [{helped}]" if helped else ""))
     if any(r.status == "not run" for r in graded.results):
         print("what the grader saw:\n" + graded.log)
     earned = sum(r.points for r in graded.results)
