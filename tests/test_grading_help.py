@@ -5,16 +5,15 @@ end to end, a class of two learners graded twice (the second time with --solutio
 """
 import copy
 import csv
-import os
 
 import nbformat
 import pytest
 
 from course_lib.checks.hints import all_hints
-from course_lib.checks.questions import Choice, Number, all_questions, answer_in
+from course_lib.checks.questions import Choice, all_questions, answer_in
 from course_lib.exercises import exercises, tags
 from course_lib.grading import cli, feedback, gradebook, run, sandbox
-from course_lib.grading.calls import CELL_LIMIT, course_calls
+from course_lib.grading.calls import CELL_LIMIT
 from course_lib.grading.help_taken import (Help, charge_solutions, help_columns, help_current,
                                            help_taken)
 from course_lib.grading.questions import (answer_cells, grade_questions, is_question, lesson_questions,
@@ -263,6 +262,24 @@ def test_solution_costs_must_be_a_number_of_points(text, capsys):
         cli.main(["x.ipynb", "--solution-costs", text])
     assert stop.value.code == 2
     assert "is not a number of points of 0 or more" in capsys.readouterr().err
+
+
+def test_one_notebook_prints_the_help_beside_each_check_and_charges_only_when_asked(
+        tmp_path, monkeypatch, capsys):
+    path = tmp_path / LESSON
+    path.write_text("{}")
+    made = []
+    monkeypatch.setattr(cli, "grade", lambda *a, **k: made.append(_graded_notebook(
+        ["passed"] * 3, solution_for=EXERCISES[:1], hints_for=EXERCISES[:1])) or made[-1])
+    assert cli.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (f"{X}: passed (1/1)  fb  [hints asked for: up to hint 2 of 3; the solution was shown]"
+            in out.splitlines())
+    assert "00-bytes: passed (1/1)  right: ..." in out and "4 of 4 points" in out
+    assert cli.main([str(path), "--solution-costs", "1"]) == 1
+    out = capsys.readouterr().out
+    assert f"{X}: passed (0/1)  fb [the solution was shown: 1 point(s) taken off" in out
+    assert "3 of 4 points" in out
 
 
 def test_the_gradebook_gets_help_columns_at_its_end_and_question_rows():

@@ -124,5 +124,7 @@ def written(node):
 
 def shown(value, limit=40):
     """A short repr of a written-out value, for feedback."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 30 else f"a {len(str(abs(value)))}-digit number"
+    if isinstance(value, int) and abs(value) >= 10 ** 30:
+        return f"a {len(str(abs(value)))}-digit number"
+    text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -110,9 +110,10 @@ def main(argv=None):
                   f"the learners' code running as you", file=sys.stderr)
             return 2
         asked = [r for r in rows if is_question(r["exercise"])]
-        passed = sum(r["status"] == "passed" for r in rows if not is_question(r["exercise"]))
-        print(f"{passed} of {len(rows) - len(asked)} exercise rows and "
-              f"{sum(r['status'] == 'passed' for r in asked)} of {len(asked)} question rows passed; gradebook: {Path(args.out) / 'gradebook.csv'}, "
+        passed = sum(r["status"] == "passed" for r in rows)
+        right = sum(r["status"] == "passed" for r in asked)
+        print(f"{passed - right} of {len(rows) - len(asked)} exercise rows and {right} of "
+              f"{len(asked)} question rows passed; gradebook: {Path(args.out) / 'gradebook.csv'}, "
               f"summary: {Path(args.out) / 'summary.csv'}, feedback: {Path(args.out) / 'feedback'}/")
         if problems:
             print(f"{problems} notebook(s) or learner(s) could not be graded or are missing: see the "
