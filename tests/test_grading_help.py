@@ -256,6 +256,12 @@ def test_rows_priced_under_other_solution_costs_are_graded_again():
     assert not help_current(rows + [{"solution": "yes, costs 1"}], None)
 
 
+@pytest.mark.parametrize("costs", [-1, "1", float("nan"), True])
+def test_charge_solutions_refuses_costs_that_are_not_points(costs):
+    with pytest.raises(ValueError, match="a number of points of 0 or more"):
+        charge_solutions(_graded_notebook(["passed"] * 3), costs)
+
+
 @pytest.mark.parametrize("text", ["-1", "two", "nan", "inf"])
 def test_solution_costs_must_be_a_number_of_points(text, capsys):
     with pytest.raises(SystemExit) as stop:

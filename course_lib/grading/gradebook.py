@@ -60,8 +60,8 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
     """Grade every learner's notebooks into out/gradebook.csv, out/summary.csv and out/feedback/.
 
     solution_costs: points taken off each exercise whose solution the notebook asked for
-    (help_taken.charge_solutions); None takes none. Returns (rows, problems): problems counts notebooks that could not be graded and
-    learners with no submission. Raises FileNotFoundError with a plain message when the
+    (help_taken.charge_solutions); None takes none. Returns (rows, problems): problems counts
+    notebooks that could not be graded and learners with no submission. Raises FileNotFoundError with a plain message when the
     class folder is missing or holds nothing to grade.
     """
     folder, out = Path(folder), Path(out)

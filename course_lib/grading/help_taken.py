@@ -81,6 +81,8 @@ def charge_solutions(graded, costs):
     """
     if costs is None:
         return graded
+    if isinstance(costs, bool) or not isinstance(costs, (int, float)) or not 0 <= costs < float("inf"):
+        raise ValueError(f"solution costs are a number of points of 0 or more; got {costs!r}")
     graded.solution_costs = costs
     for r in graded.results:
         taken = graded.help.get(r.exercise)
