@@ -37,6 +37,10 @@ class NotWritten(ValueError):
     """An argument that is not a literal written out in the source (a call, a name, ...)."""
 
 
+class TooLong(NotWritten):
+    """A text literal longer than ANSWER_LIMIT."""
+
+
 def _parse(source):
     """The cell's ast, or None when it cannot be read (too long, not Python even after IPython's syntax)."""
     if not isinstance(source, str) or len(source) > CELL_LIMIT:
@@ -108,7 +112,7 @@ def written(node):
     if isinstance(node, ast.Constant):
         value = node.value
         if isinstance(value, str) and len(value) > ANSWER_LIMIT:
-            raise NotWritten(f"a text of {len(value):,} characters; an answer is a letter or a number")
+            raise TooLong(f"a text of {len(value):,} characters")
         if value is Ellipsis or isinstance(value, (str, int, float)):
             return value
         raise NotWritten(f"a {type(value).__name__} literal")

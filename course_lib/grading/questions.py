@@ -14,7 +14,7 @@ import re
 
 from course_lib.checks.questions import all_questions, answer_in, judge
 from course_lib.exercises import tags
-from course_lib.grading.calls import NotWritten, course_calls, shown, written
+from course_lib.grading.calls import NotWritten, TooLong, course_calls, shown, written
 from course_lib.grading.verdicts import Result
 
 QUESTION_ID = re.compile(r"\d\d-[\w-]+")
@@ -82,6 +82,9 @@ def grade_answer(qid, nodes, points):
         return Result(qid, "not answered", f"not answered: {where}; {how}", 0, points)
     try:
         value = written(given)
+    except TooLong as e:
+        return Result(qid, "failed", f"the answer is {e}, too long to be one: an answer is a "
+                                     f"letter in quotes or a number", 0, points)
     except NotWritten as e:
         return Result(qid, "failed", f"the answer must be written out, a letter in quotes or a "
                                      f"number; this one is {e}, which the grader does not run", 0, points)
