@@ -17,6 +17,7 @@ import pytest
 
 from course_lib.grading import cli, feedback, gradebook, graded_copy, lessons, plugin, run, sandbox, verdicts
 from course_lib.exercises import exercises, tags
+from course_lib.grading.questions import is_question, lesson_questions
 
 from answers import REFERENCE, WRONG
 from notebook_tools import LESSONS, ROOT, fill, function_from, read
@@ -38,6 +39,12 @@ def exercise_index(nb):
 
 
 N_EXERCISES = len(exercises(read(ROOT / "notebooks" / LESSON)))
+N_QUESTIONS = len(lesson_questions(read(ROOT / "notebooks" / LESSON)))  # a row each too
+
+
+def checks_of(results):
+    """The exercises' results among a notebook's results (its questions' come after them)."""
+    return [r for r in results if not is_question(r.exercise)]
 
 
 def with_cell(nb, source, before_exercise=True, at=None):
@@ -517,7 +524,7 @@ def test_a_kernel_that_did_not_start_is_started_again_once_and_it_says_so(tmp_pa
     calls = _fails_to_start_once(monkeypatch)
     graded = run.grade(path, cell_timeout=TIMEOUT)
     assert len(calls) == 2
-    assert [r.status for r in graded.results] == ["passed"] * N_EXERCISES, graded.log
+    assert [r.status for r in checks_of(graded.results)] == ["passed"] * N_EXERCISES, graded.log
     assert graded.retried == ("graded on a second try: on the first, the machine was too slow to "
                               "start the kernel (test)")
     assert calls[0][0] != calls[1][0]  # a fresh copy for the second try
@@ -527,8 +534,8 @@ def test_a_kernel_that_cannot_start_at_all_is_not_run_with_the_reason(tmp_path):
     path = tmp_path / LESSON
     nbformat.write(fill(blank(), REFERENCE), path)
     graded = run.grade(path, startup_timeout=0.01)
-    assert len(graded.results) == N_EXERCISES
-    for result in graded.results:
+    assert len(checks_of(graded.results)) == N_EXERCISES
+    for result in checks_of(graded.results):
         assert result.status == "not run"
         assert result.feedback.startswith(
             "the machine was too slow to start the kernel (RuntimeError: ")
@@ -542,7 +549,7 @@ def test_a_notebook_past_its_time_limit_is_stopped(tmp_path):
     path = tmp_path / LESSON
     nbformat.write(with_cell(fill(blank(), REFERENCE), "import time\ntime.sleep(60)", at=1), path)
     start = time.monotonic()
-    results = run.grade(path, cell_timeout=120, notebook_timeout=15).results
+    results = checks_of(run.grade(path, cell_timeout=120, notebook_timeout=15).results)
     assert len(results) == N_EXERCISES
     for result in results:
         assert result.status == "not run"
@@ -647,11 +654,14 @@ def test_gradebook_summary_and_feedback_files(graded_class):
     # notebook, and for zoe's, nobody's and the misnamed learner's missing lesson 00; one row for
     # the misnamed notebook itself
     kernels = len(LEARNERS) + 2 + (len(ATTACKS) if SANDBOXED else 0)  # 2: v3, subfolder
-    assert len(rows) == len(graded_class["rows"]) == N_EXERCISES * (kernels + 5 + len(HAZARDS)) + 2
+    assert len(rows) == len(graded_class["rows"]) == (N_EXERCISES + N_QUESTIONS) * (
+        kernels + 5 + len(HAZARDS)) + 2
     summary = {r["learner"]: r for r in csv.DictReader((out / "summary.csv").open())}
-    assert list(summary["helper"]) == ["learner", "00_start_here", "total", "max_total"]
+    assert list(summary["helper"]) == ["learner", "00_start_here", "total", "max_total", "questions",
+                                       "max_questions"]
     assert (summary["helper"]["total"], summary["blank"]["total"]) == ("1", "0")
-    assert summary["zoe"]["max_total"] == str(N_EXERCISES)
+    assert summary["zoe"]["max_total"] == str(N_EXERCISES + N_QUESTIONS)
+    assert summary["zoe"]["max_questions"] == str(N_QUESTIONS)
     html = (out / "feedback" / "edited" / "00_start_here.html").read_text()
     assert "Check <code>next_token_targets</code>: failed" in html
     assert UNSHIFTED.hint.replace("'", "&#39;") in html or UNSHIFTED.hint in html

@@ -13,6 +13,8 @@ The modules follow a notebook's way through grading:
   (`plugin` is the part that runs inside, beside nbval, and records each cell);
 - `verdicts`: one result per exercise from those records, with the reason in words
   (`borrowed`: no credit for an exercise answered by course_lib's own implementation);
+- `calls`, `questions` and `help_taken`: read from the notebook's source, never run, the
+  answers to the lesson's questions (graded with points) and the hints and solutions asked for;
 - `gradebook` and `feedback`: a class's gradebook.csv, summary.csv, grading.log and pages;
 - `term`: the rules on top of the checks, row by row: `partial` (credit for the share of a
   check's cases passed), `lateness` (due times, submission times, the penalty rule) and

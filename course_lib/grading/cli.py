@@ -41,6 +41,20 @@ overrides.csv, and a later run that does not give it uses the kept one; "none" d
     name, so it does not change as learners join) into OUT; then `merge` joins the parts'
     out folders into the gradebook, summary and feedback pages one run would give, and
     refuses parts that overlap, miss one, or were graded with other rules.
+
+Besides each exercise's check, the grader reports two things it reads from the notebook's
+source, as data, in its own process (never run, and never from the stored outputs):
+
+- the lesson's questions, a row each (`exercise` is the question id, e.g. "00-bytes"):
+  `passed`, `failed` (with the explanation of the choice made) or `not answered` (still the
+  blank `...`, or no answer call), worth the `points` in the question cell's metadata in
+  notebooks/ (1 if none). The last `answer("<id>", x)` in the notebook that is not the blank
+  counts; x must be written out (a letter in quotes or a number).
+- the help asked for, per exercise: `hints` (the highest hint its `hint("x")` /
+  `hint("x", k)` calls reach) and `solution` (`yes` when it calls `solution("x")`). It
+  changes no points unless `--solution-costs POINTS` is given: then each exercise whose
+  solution was shown loses POINTS, never going below 0 (an exercise that failed anyway loses
+  nothing more, and its feedback says so), and `solution` reads `yes, costs POINTS`.
 """
 import argparse
 import sys
@@ -50,7 +64,9 @@ from course_lib.exercises import ROOT
 from course_lib.grading.gradebook import grade_class
 from course_lib.grading.shards import merge, parse_shard
 from course_lib.grading.graded_copy import changed, tree_hash
+from course_lib.grading.help_taken import charge_solutions, help_line
 from course_lib.grading.lessons import LESSONS
+from course_lib.grading.questions import is_question
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         unavailable)
 from course_lib.grading.run import SandboxUnavailable, grade
@@ -88,6 +104,19 @@ def merge_main(argv):
     return 0
 
 
+def _cost(text):
+    """--solution-costs: a number of points, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of points of 0 or more; e.g. "
+                                         f"--solution-costs 0.5 takes half a point off an "
+                                         f"exercise whose solution was shown")
+    return value
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["merge"]:
@@ -121,6 +150,9 @@ def main(argv=None):
                         help="run the notebooks without the bubblewrap sandbox (class mode refuses "
                              "to grade unsandboxed without this; one notebook falls back by itself "
                              "where there is no sandbox, and says so)")
+    parser.add_argument("--solution-costs", type=_cost, default=None, metavar="POINTS",
+                        help="points taken off each exercise whose solution the notebook asked for "
+                             "(never below 0; default: none, the help is only reported)")
     term = parser.add_argument_group("a term's grading (class mode; see the module's docstring)")
     term.add_argument("--partial", action=argparse.BooleanOptionalAction, default=None,
                       help="give every exercise the passed share of its points (default: only "
@@ -148,7 +180,8 @@ def main(argv=None):
                                          shard=parse_shard(args.shard) if args.shard else None,
                                          partial=args.partial, due=args.due,
                                          late_penalty=args.late_penalty, timezone=args.timezone,
-                                         overrides=args.overrides, **limits)
+                                         overrides=args.overrides,
+                                         solution_costs=args.solution_costs, **limits)
         except (FileNotFoundError, ValueError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
@@ -158,8 +191,11 @@ def main(argv=None):
                   f"bubblewrap (apt-get install bubblewrap), or pass --no-sandbox to grade with "
                   f"the learners' code running as you", file=sys.stderr)
             return 2
+        asked = [r for r in rows if is_question(r["exercise"])]
         passed = sum(r["status"] == "passed" for r in rows)
-        print(f"{passed} of {len(rows)} exercise rows passed; gradebook: {Path(args.out) / 'gradebook.csv'}, "
+        right = sum(r["status"] == "passed" for r in asked)
+        print(f"{passed - right} of {len(rows) - len(asked)} exercise rows and {right} of "
+              f"{len(asked)} question rows passed; gradebook: {Path(args.out) / 'gradebook.csv'}, "
               f"summary: {Path(args.out) / 'summary.csv'}, feedback: {Path(args.out) / 'feedback'}/")
         if problems:
             print(f"{problems} notebook(s) or learner(s) could not be graded or are missing: see the "
@@ -177,14 +213,18 @@ def main(argv=None):
     watched = tree_hash(ROOT)
     if not args.no_sandbox and unavailable() is not None:
         print(f"notice: no sandbox here ({unavailable()}): your notebook runs as you, as it does in Jupyter")
-    graded = grade(args.path, keep=args.keep, sandbox=False if args.no_sandbox else "auto", **limits)
+    graded = charge_solutions(grade(args.path, keep=args.keep, sandbox=False if args.no_sandbox else "auto",
+                                    **limits), args.solution_costs)
     if graded.lesson is None:
         print(graded.problem)
         return 1
     if graded.retried:
         print(graded.retried)
     for r in graded.results:
-        print(f"{r.exercise}: {r.status} ({_points(r.points)}/{_points(r.max_points)})  {r.feedback}")
+        taken = graded.help.get(r.exercise)
+        helped = taken is not None and help_line(taken)
+        print(f"{r.exercise}: {r.status} ({_points(r.points)}/{_points(r.max_points)})  {r.feedback}"
+              + (f"  [{helped}]" if helped else ""))
     if any(r.status == "not run" for r in graded.results):
         print("what the grader saw:\n" + graded.log)
     earned = sum(r.points for r in graded.results)

@@ -9,7 +9,9 @@ import threading
 import nbformat
 
 from course_lib.exercises import tags
+from course_lib.grading.help_taken import help_line
 from course_lib.grading.lessons import defines
+from course_lib.grading.questions import answer_cells, is_question, question_cells
 from course_lib.grading.verdicts import _points
 
 # ---------------------------------------------------------------- feedback file
@@ -29,8 +31,8 @@ def feedback_html(graded, learner=""):
     head = [f"# Feedback: {graded.lesson or graded.path.name}" + (f", {who}" if who else ""),
             f"**{_points(earned)} of {_points(total)} points.** Graded "
             f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}. Each check's result follows "
-            f"the cell that defines its function. The checks say what they tested; they are "
-            f"feedback, not proof."]
+            f"the cell that defines its function, and each question's after its answer, with the "
+            f"help asked for. The checks say what they tested; they are feedback, not proof."]
     if graded.problem:
         head.append("This notebook was not graded; the reason is below.")
     cells = [nbformat.v4.new_markdown_cell("\n\n".join(head))]
@@ -38,6 +40,7 @@ def feedback_html(graded, learner=""):
         cells.append(_result_cell("grading", graded.problem))
     code_seen, pending = -1, list(graded.results)
     by_name = {p.exercise: p for p in graded.placements}
+    answered = answer_cells(nb)  # a question's verdict follows the last cell that answers it
     for cell in nb.cells:
         cells.append(cell)
         if cell.get("cell_type") != "code":
@@ -45,12 +48,13 @@ def feedback_html(graded, learner=""):
         code_seen += 1
         for r in list(pending):
             p = by_name.get(r.exercise)
-            if p is not None and p.defined_in is not None and _defines_in(cell, r.exercise) and \
-                    not any(_defines_in(c, r.exercise) for c in nb.cells[nb.cells.index(cell) + 1:]):
-                cells.extend(_result_cells(r))
+            if (answered.get(r.exercise) == nb.cells.index(cell) if is_question(r.exercise) else
+                    p is not None and p.defined_in is not None and _defines_in(cell, r.exercise) and
+                    not any(_defines_in(c, r.exercise) for c in nb.cells[nb.cells.index(cell) + 1:])):
+                cells.extend(_result_cells(r, graded))
                 pending.remove(r)
     for r in pending:
-        cells.extend(_result_cells(r))
+        cells.extend(_result_cells(r, graded))
     nb.cells = cells
     if not hasattr(_EXPORTERS, "html"):  # loading the templates costs more than using them
         # the learner's own HTML (in markdown and outputs) is escaped: no script runs when opened
@@ -101,10 +105,15 @@ def _result_cell(title, text):
     return cell
 
 
-def _result_cells(r):
+def _result_cells(r, graded=None):
+    if is_question(r.exercise):
+        return question_cells(r)
     mark = {"passed": "passed", "failed": "failed", "not run": "not run", "missing": "missing"}[r.status]
+    taken = getattr(graded, "help", {}).get(r.exercise)
+    helped = taken is not None and help_line(taken)
     return [nbformat.v4.new_markdown_cell(f"**Check `{r.exercise}`: {mark}**, "
-                                          f"{_points(r.points)} of {_points(r.max_points)} points"),
+                                          f"{_points(r.points)} of {_points(r.max_points)} points"
+                                          + (f" ({helped})" if helped else "")),
             _result_cell(f"check_{r.exercise}({r.exercise})", r.feedback)]
 
 

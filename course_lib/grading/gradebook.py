@@ -22,6 +22,8 @@ from course_lib.grading.graded_copy import changed, tree_hash
 from course_lib.grading.lateness import submitted_at
 from course_lib.grading.lessons import LESSONS, _lesson_index, _stamp, lesson_exercises
 from course_lib.grading.partial import cases_text, counted, partial_exercises, stored_counts
+from course_lib.grading.help_taken import charge_solutions, help_columns, help_current
+from course_lib.grading.questions import lesson_questions, question_totals
 from course_lib.grading.run import Graded, grade, use_sandbox
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, exposed)
@@ -30,7 +32,7 @@ from course_lib.grading.submissions import _learner_units, read_roster, submissi
 from course_lib.grading.term import finish, keep, resolve, submitted_text, unmatched
 from course_lib.grading.verdicts import _points
 
-STATUSES = ("passed", "failed", "not run", "missing")
+STATUSES = ("passed", "failed", "not run", "missing", "not answered")
 # `sandbox`: how the row's notebook ran: "bubblewrap", "none" (--no-sandbox, or a machine without
 # one), or empty when it never ran (missing, unreadable, misnamed).
 # `cpu_seconds`: the CPU that grading the row's notebook took, its pytest and kernel together
@@ -43,8 +45,10 @@ STATUSES = ("passed", "failed", "not run", "missing")
 # hand, with the `comment` that says why. `points` is always what counts.
 TERM = ["cases", "points_before_penalty", "submitted", "lateness", "penalty", "auto_points",
         "override", "comment"]
+# `hints`, `solution`: the help an exercise's notebook asked for (course_lib.grading.help_taken);
+# empty on a question's row (its `exercise` is the question id, "00-bytes") and where none was read.
 GRADEBOOK = ["learner", "lesson", "exercise", "points", "max_points", "status", "feedback", "sha256",
-             "sandbox", "cpu_seconds", *TERM]
+             "sandbox", "cpu_seconds", *TERM, "hints", "solution"]
 
 
 def _rows(learner, graded, totals=None, submitted=""):
@@ -57,16 +61,19 @@ def _rows(learner, graded, totals=None, submitted=""):
                  max_points=_points(r.max_points), status=r.status, feedback=r.feedback,
                  sha256=graded.sha256, sandbox=graded.sandbox,
                  cpu_seconds="" if graded.cpu_seconds is None else f"{graded.cpu_seconds:g}",
-                 cases=cases_text(r.cases_passed, r.cases_total), submitted=submitted)
+                 cases=cases_text(r.cases_passed, r.cases_total), submitted=submitted,
+                 **help_columns(graded, r.exercise))
             for r in results]
 
 
 @functools.lru_cache(maxsize=64)
 def _lesson_facts(stamp, root):
-    """(stored case counts, partial exercises, {exercise: points}) of a lesson file, read once while unchanged."""
+    """(stored case counts, partial exercises, {exercise or question id: points}) of a lesson file,
+    read once while unchanged."""
     lesson = nbformat.read(stamp[0], as_version=4)
     return (stored_counts(lesson), frozenset(partial_exercises(lesson)),
-            {e.name: e.points for e in lesson_exercises(lesson, root)})
+            {**{e.name: e.points for e in lesson_exercises(lesson, root)},
+             **dict(lesson_questions(lesson))})
 
 
 def lesson_facts(path, root=ROOT):
@@ -102,13 +109,16 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 cell_timeout=CELL_TIMEOUT, notebook_timeout=NOTEBOOK_TIMEOUT,
                 memory_gib=MEMORY_GIB, html=True, log=print, root=ROOT,
                 startup_timeout=STARTUP_TIMEOUT, sandbox=True, chosen=None, force=False, shard=None,
-                partial=None, due=None, late_penalty=None, timezone=None, overrides=None):
+                partial=None, due=None, late_penalty=None, timezone=None, overrides=None,
+                solution_costs=None):
     """Grade every learner's notebooks into out/gradebook.csv, out/summary.csv and out/feedback/.
 
     chosen: grade only these learners, and keep every other row of the gradebook in `out`;
     force: grade again what has not changed since it was graded; shard: (k, n), grade only
     the learners in the k-th of n parts (shards.shard_of). partial, due, late_penalty,
     timezone, overrides: the term's rules (term.resolve), each None for the one kept in `out`.
+    solution_costs: points taken off each exercise whose solution the notebook asked for
+    (help_taken.charge_solutions; term.finish does the arithmetic); None takes none.
 
     Returns (rows, problems): problems counts notebooks that could not be graded and
     learners with no submission. Raises FileNotFoundError with a plain message when the
@@ -198,7 +208,8 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 sha = None
             previous = old.get((learner, path.stem))
             if sha and previous and not force and all(r["sha256"] == sha and r["sandbox"] == mode
-                                                      and r["status"] != "not run" for r in previous):
+                                                      and r["status"] != "not run" for r in previous) \
+                    and help_current(previous, solution_costs):
                 final[key] = [dict(r, submitted=submitted) for r in previous]
                 log(f"{learner}/{path.name}: unchanged since it was graded, kept")
                 continue
@@ -218,7 +229,7 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
             except Exception as e:  # a bug of ours must not stop the class
                 graded = Graded(path, None, problem=f"the grader failed: {type(e).__name__}: {e}")
             totals = facts[graded.lesson][0] if graded.lesson in facts else {}
-            rows = [finish(r, term) for r in _rows(learner, graded, totals, submitted)]
+            rows = [finish(r, term) for r in _rows(learner, charge_solutions(graded, solution_costs), totals, submitted)]
             final[key] = rows
             # the whole gradebook, rewritten and renamed into place: a grader killed now leaves
             # this complete one (earlier runs' rows for what is still to grade included)
@@ -367,6 +378,8 @@ def _plain(value):
 
 
 def _write_summary(path, rows, lessons):
+    """One line per learner: each lesson's points and `total` (exercises and questions together),
+    `max_total`, then `questions` and `max_questions`, the part of those that questions earned."""
     learners = sorted({r["learner"] for r in rows})
     table = []
     for learner in learners:
@@ -376,6 +389,7 @@ def _write_summary(path, rows, lessons):
             line[stem] = _points(sum(float(r["points"]) for r in mine if r["lesson"] == stem))
         line["total"] = _points(sum(float(r["points"]) for r in mine))
         line["max_total"] = _points(sum(float(r["max_points"]) for r in mine))
+        line.update(question_totals(mine))
         table.append(line)
-    _write_csv(path, ["learner", *lessons, "total", "max_total"], table)
+    _write_csv(path, ["learner", *lessons, "total", "max_total", "questions", "max_questions"], table)
 

@@ -22,8 +22,10 @@ import nbformat
 from course_lib.exercises import ROOT
 from course_lib.grading.borrowed import no_credit
 from course_lib.grading.graded_copy import changed, graded_copy, tree_hash, write_copy
+from course_lib.grading.help_taken import help_taken
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
 from course_lib.grading.plugin import _read_records
+from course_lib.grading.questions import grade_questions, questions_not_graded
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, bwrap_command, give_to, process_limit, sandbox_env,
                                         sandbox_uid, unavailable)
@@ -89,6 +91,8 @@ class Graded:
     log: str = ""                 # each try, the cells that did not pass, pytest's output tail
     sandbox: str = ""             # how its code ran: SANDBOXED, UNSANDBOXED, or "" (it did not run)
     cpu_seconds: float | None = None  # CPU of its pytest and kernel, every try (None: not measured)
+    help: dict = field(default_factory=dict)  # exercise -> help_taken.Help, read from its source
+    solution_costs: float | None = None       # the points a shown solution cost (--solution-costs)
 
 
 FILE_LIMIT = 2 ** 30  # bytes of any one file a graded notebook writes
@@ -249,8 +253,8 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     stem = lesson_path.stem
 
     def not_run(reason):
-        return Graded(path, stem, [Result(e.name, "not run", reason, 0, e.points) for e in found],
-                      problem=reason, submission=submission)
+        return Graded(path, stem, [Result(e.name, "not run", reason, 0, e.points) for e in found]
+                      + questions_not_graded(lesson_nb, reason), problem=reason, submission=submission)
 
     if submission is None:
         return not_run(unreadable)
@@ -302,7 +306,8 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     retried = None
     if tries:
         retried = f"graded on a second try: on the first, {tries[0]}"
-    return Graded(path, stem, results, sha256=sha, seconds=time.monotonic() - start,
+    return Graded(path, stem, results + grade_questions(submission, lesson_nb), sha256=sha,
+                  seconds=time.monotonic() - start, help=help_taken(submission, [e.name for e in found]),
                   submission=submission, placements=placements, retried=retried,
                   log=_diagnosis(run, settings, tries),
                   sandbox=SANDBOXED if sandboxed else UNSANDBOXED,

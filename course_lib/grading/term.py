@@ -18,6 +18,7 @@ from pathlib import Path
 from course_lib.grading.lateness import late_by, parse_due, parse_penalty, penalty_share, zone
 from course_lib.grading.overrides import STORED, read_overrides, write_overrides
 from course_lib.grading.partial import automatic_points, cases_text, parse_cases, DECIMALS
+from course_lib.grading.questions import is_question
 
 SETTINGS = "term.json"
 NONE = "none"  # given for an option, drops its kept value
@@ -113,9 +114,11 @@ def finish(row, term):
                    override="", comment="")
         return row
     passed, total = parse_cases(row["cases"])
-    partial = term.partial or row["exercise"] in term.partial_exercises.get(row["lesson"], ())
+    partial = not is_question(row["exercise"]) and (
+        term.partial or row["exercise"] in term.partial_exercises.get(row["lesson"], ()))
     row["cases"] = cases_text(passed, total, partial and row["status"] == "failed")
     before = automatic_points(row["status"], float(row["max_points"]), passed, total, partial)
+    before -= min(solution_cost(row.get("solution", "")), before)  # --solution-costs, never below 0
     share, due = 0.0, term.due.get(row["lesson"])
     row["lateness"] = row["penalty"] = ""
     if due is not None and row["submitted"]:
@@ -128,6 +131,16 @@ def finish(row, term):
                points=_points(override.points if override else auto),
                override="yes" if override else "", comment=override.comment if override else "")
     return row
+
+
+def solution_cost(label):
+    """The points --solution-costs takes off a row whose `solution` cell reads "yes, costs N"; else 0."""
+    if not label.startswith("yes, costs "):
+        return 0.0
+    try:
+        return max(float(label.removeprefix("yes, costs ")), 0.0)
+    except ValueError:
+        return 0.0
 
 
 def unmatched(rows, term):
