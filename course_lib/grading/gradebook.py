@@ -17,8 +17,11 @@ from course_lib.grading.feedback import feedback_html
 from course_lib.grading.graded_copy import changed, tree_hash
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
 from course_lib.grading.run import Graded, grade, use_sandbox
+from course_lib.grading.export import write_export
+from course_lib.grading.report import write_report
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, exposed)
+from course_lib.grading.similarity import write_similarity
 from course_lib.grading.submissions import _learner_units, read_roster, submission_hash
 from course_lib.grading.verdicts import _points
 
@@ -51,8 +54,11 @@ def cores():
 def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=None,
                 cell_timeout=CELL_TIMEOUT, notebook_timeout=NOTEBOOK_TIMEOUT,
                 memory_gib=MEMORY_GIB, html=True, log=print, root=ROOT,
-                startup_timeout=STARTUP_TIMEOUT, sandbox=True):
+                startup_timeout=STARTUP_TIMEOUT, sandbox=True, export=()):
     """Grade every learner's notebooks into out/gradebook.csv, out/summary.csv and out/feedback/.
+
+    Then out/similarity.csv and out/report.html, and for each LMS in `export` ("canvas",
+    "moodle") out/<lms>.csv with the learners' ids from the roster.
 
     Returns (rows, problems): problems counts notebooks that could not be graded and
     learners with no submission. Raises FileNotFoundError with a plain message when the
@@ -174,6 +180,10 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
     rows = [row for key in sorted(final) for row in final[key]]
     _write_csv(book, GRADEBOOK, rows)
     _write_summary(out / "summary.csv", rows, sorted(maxima))
+    write_similarity(rows, out, folder, lessons=lessons, root=root)  # issue 20: what leaves the grader
+    write_report(rows, out)
+    for lms in export:
+        write_export(rows, out, lms, roster, lessons=lessons, log=log)
     touched = changed(watched, tree_hash(root))
     if touched:
         log(f"WARNING: the instructor's files changed while grading: {', '.join(touched)}")
