@@ -93,7 +93,7 @@ def figure(stats):
     from matplotlib import colormaps
     from matplotlib.figure import Figure   # no pyplot: no backend, no global state
     labels = [f"{s['lesson'][:2]} {s['exercise']}" for s in stats]
-    colours = colormaps["cividis"]([0.9, 0.35, 0.6, 0.05])
+    colours = [*colormaps["viridis"]([0.8, 0.15, 0.5]), "#d0d0d0"]  # passed, failed, not run; missing grey
     fig = Figure(figsize=(9.3, 0.9 + 0.3 * len(stats)), dpi=100)
     ax = fig.subplots()
     left = [0.0] * len(stats)
