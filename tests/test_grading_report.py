@@ -85,3 +85,10 @@ def test_pairs_to_look_at_are_listed_with_what_is_usual(tmp_path):
     section = html[html.index("Similar submissions"):]
     assert "ada and &lt;b&gt;bob&lt;/b&gt;" in section and "cy and dee" not in section
     assert "never a penalty" in section and "what is usual in this class" in section
+
+
+def test_a_first_failure_drops_what_every_row_of_its_exercise_says():
+    assert report.failure_line("AssertionError: Exercise 'f': targets equal inputs\nHint: shift") == \
+        "targets equal inputs"
+    assert report.failure_line("NotImplementedError: Exercise 'f': write your solution here") == \
+        "NotImplementedError: write your solution here"
