@@ -155,3 +155,12 @@ def test_normalising_drops_names_comments_docstrings_and_order():
     import ast
     assert ast.dump(one) == ast.dump(two)
     assert similarity.normalised("def f(:") is None
+
+
+def test_hostile_code_is_not_compared_and_never_hangs():
+    deep = "def f(x):\n    return " + "+".join(["x"] * 3000)
+    assert similarity.normalised(deep) is None  # over MAX_NODES
+    nested = "def f(x):\n    return " + "(" * 150 + "x" + ")" * 150
+    tree = similarity.normalised(nested)   # must not raise, however deep
+    assert tree is None or similarity.shingles(tree)
+    assert similarity.normalised("x = 1\0") is None

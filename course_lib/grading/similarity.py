@@ -31,6 +31,7 @@ from course_lib.grading.lessons import LESSONS, _lesson_index, defines
 from course_lib.grading.submissions import _learner_units, read_submission
 
 MIN_NODES = 5
+MAX_NODES = 5000   # a cell larger than this (an honest answer has a few hundred) is not compared
 MATCH = 0.8
 LOOK = 0.5
 COLUMNS = ["lesson", "learner_a", "learner_b", "score", "look_at", "matching", "compared", "shared_by"]
@@ -119,18 +120,20 @@ def normalised(source):
     """The cell's syntax tree, normalised (see the module's docstring); None if it does not parse."""
     try:
         tree = parse_python(source)
-    except (SyntaxError, ValueError):
+        if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
+            return None
+        return _Normalise(*_bindings(tree)).visit(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # hostile or broken code
         return None
-    return _Normalise(*_bindings(tree)).visit(tree)
 
 
 def shingles(tree):
     """The normalised subtrees of a tree: each statement or expression of MIN_NODES nodes or more."""
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.stmt, ast.expr)) and sum(1 for _ in ast.walk(node)) >= MIN_NODES:
-            found.add(ast.dump(node))
-    return found
+    nodes = list(ast.walk(tree))   # breadth first: a node before its children
+    size = {}
+    for node in reversed(nodes):
+        size[id(node)] = 1 + sum(size[id(c)] for c in ast.iter_child_nodes(node))
+    return {ast.dump(n) for n in nodes if isinstance(n, (ast.stmt, ast.expr)) and size[id(n)] >= MIN_NODES}
 
 
 def defining_cell(nb, name):
@@ -178,11 +181,12 @@ def learner_code(folder, rows, lessons=LESSONS, root=ROOT):
         if lesson not in forms:
             forms[lesson] = _lesson_forms(index[path.name], root)
         for name, (stub, skip) in forms[lesson].items():
-            source = defining_cell(nb, name)
-            tree = normalised(source) if source else None
-            if tree is None or ast.dump(tree) in skip:
-                continue
-            own = shingles(tree) - stub
+            try:
+                source = defining_cell(nb, name)
+                tree = normalised(source) if source else None
+                own = shingles(tree) - stub if tree is not None and ast.dump(tree) not in skip else None
+            except (RecursionError, MemoryError, ValueError, TypeError):  # a cell too odd to compare
+                own = None
             if own:
                 code.setdefault(lesson, {}).setdefault(name, {})[learner] = own
     return code
