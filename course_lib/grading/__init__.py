@@ -1,7 +1,7 @@
 """Grade exercise notebooks with nbval: a check passes only when it ran and printed its pass line.
 
     python -m course_lib.grading exercises/01_attention_by_hand.ipynb        # one notebook
-    python -m course_lib.grading --class submissions/ --out grades/ [--roster roster.txt]
+    python -m course_lib.grading --class submissions/ --out grades/ [--roster roster.csv] [--export canvas]
 
 The modules follow a notebook's way through grading:
 
@@ -13,6 +13,8 @@ The modules follow a notebook's way through grading:
 - `verdicts`: one result per exercise from those records, with the reason in words
   (`borrowed`: no credit for an exercise answered by course_lib's own implementation);
 - `gradebook` and `feedback`: a class's gradebook.csv, summary.csv, grading.log and pages;
+- `report`, `similarity` and `export`: what leaves the grader for the instructor: report.html,
+  similarity.csv and the LMS imports (canvas.csv, moodle.csv), from the gradebook's rows;
 - `cli`: the command (`__main__` runs it).
 
 `--keep DIR` leaves the graded copy in DIR; then `python -m pytest DIR/notebooks/<lesson>.ipynb`
