@@ -13,7 +13,6 @@ import shlex
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import nbformat
 import pytest
