@@ -57,7 +57,7 @@ notebooks: setup
 
 # Learners: grade one notebook as the instructor will, e.g.
 # `make grade NB=exercises/01_attention_by_hand.ipynb` (nbval runs a graded copy in a temporary folder,
-# in a bubblewrap sandbox where this machine can make one; see README "The sandbox").
+# in a bubblewrap sandbox where this machine can make one; see docs/instructors.md, "The sandbox").
 grade: setup
 	@test -n "$(NB)" || { echo "usage: make grade NB=exercises/00_start_here.ipynb"; exit 2; }
 	$(PYTHON) -m course_lib.grading "$(NB)"

@@ -1,7 +1,7 @@
 """Grade exercise notebooks with nbval: a check passes only when it ran and printed its pass line.
 
     python -m course_lib.grading exercises/01_attention_by_hand.ipynb        # one notebook
-    python -m course_lib.grading --class submissions/ --out grades/ [--roster roster.txt]
+    python -m course_lib.grading --class submissions/ --out grades/ [--roster roster.csv] [--export canvas]
     python -m course_lib.grading merge grades-1/ grades-2/ --out grades/   # parts of --shard K/N
 
 The modules follow a notebook's way through grading:
@@ -19,6 +19,8 @@ The modules follow a notebook's way through grading:
 - `term`: the rules on top of the checks, row by row: `partial` (credit for the share of a
   check's cases passed), `lateness` (due times, submission times, the penalty rule) and
   `overrides` (points set by hand, with a reason); `shards` grades a class in parts and merges them;
+- `report`, `similarity` and `export`: what leaves the grader for the instructor: report.html,
+  similarity.csv and the LMS imports (canvas.csv, moodle.csv), from the gradebook's rows;
 - `cli`: the command (`__main__` runs it).
 
 `--keep DIR` leaves the graded copy in DIR; then `python -m pytest DIR/notebooks/<lesson>.ipynb`

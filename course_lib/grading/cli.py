@@ -61,6 +61,7 @@ import sys
 from pathlib import Path
 
 from course_lib.exercises import ROOT
+from course_lib.grading.export import LMSES, check_export
 from course_lib.grading.gradebook import grade_class
 from course_lib.grading.shards import merge, parse_shard
 from course_lib.grading.graded_copy import changed, tree_hash
@@ -128,8 +129,12 @@ def main(argv=None):
                         help="grade every learner's notebooks under the folder PATH")
     parser.add_argument("--out", default="grades", help="where the gradebook, summary and feedback go "
                                                         "(class mode; default: grades/)")
-    parser.add_argument("--roster", help="a file with one learner per line; those with no "
-                                         "submission get 'missing' rows")
+    parser.add_argument("--roster", help="a file with one learner per line, or a CSV with the columns "
+                                         "learner,lms_id,email; those with no submission get "
+                                         "'missing' rows")
+    parser.add_argument("--export", action="append", default=[], choices=LMSES,
+                        help="class mode: also write OUT/canvas.csv or OUT/moodle.csv, the CSV "
+                             "that LMS's grade import takes (repeatable; ids from --roster)")
     parser.add_argument("--lessons", help="comma-separated lesson names expected of everyone, e.g. "
                                           "00_start_here,01_attention_by_hand (default: every "
                                           "lesson anyone handed in)")
@@ -173,8 +178,13 @@ def main(argv=None):
                   memory_gib=args.memory, startup_timeout=args.startup_timeout)
     if args.folder:
         try:
+            check_export(args.export, args.roster)  # a bad roster stops here, before any grading
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        try:
             rows, problems = grade_class(args.path, args.out, jobs=args.jobs, roster=args.roster,
-                                         only=_lesson_names(args.lessons),
+                                         only=_lesson_names(args.lessons), export=args.export,
                                          html=not args.no_html, sandbox=not args.no_sandbox,
                                          chosen=args.learner, force=args.force,
                                          shard=parse_shard(args.shard) if args.shard else None,
@@ -194,9 +204,12 @@ def main(argv=None):
         asked = [r for r in rows if is_question(r["exercise"])]
         passed = sum(r["status"] == "passed" for r in rows)
         right = sum(r["status"] == "passed" for r in asked)
+        out = Path(args.out)
         print(f"{passed - right} of {len(rows) - len(asked)} exercise rows and {right} of "
-              f"{len(asked)} question rows passed; gradebook: {Path(args.out) / 'gradebook.csv'}, "
-              f"summary: {Path(args.out) / 'summary.csv'}, feedback: {Path(args.out) / 'feedback'}/")
+              f"{len(asked)} question rows passed; gradebook: {out / 'gradebook.csv'}, "
+              f"summary: {out / 'summary.csv'}, feedback: {out / 'feedback'}/, report: "
+              f"{out / 'report.html'}, similar submissions: {out / 'similarity.csv'}"
+              + "".join(f", {lms}: {out / (lms + '.csv')}" for lms in args.export))
         if problems:
             print(f"{problems} notebook(s) or learner(s) could not be graded or are missing: see the "
                   f"rows whose status is 'not run' or 'missing'")

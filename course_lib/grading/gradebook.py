@@ -25,9 +25,12 @@ from course_lib.grading.partial import cases_text, counted, partial_exercises, s
 from course_lib.grading.help_taken import charge_solutions, help_columns, help_current
 from course_lib.grading.questions import lesson_questions, question_totals
 from course_lib.grading.run import Graded, grade, use_sandbox
+from course_lib.grading.export import write_export
+from course_lib.grading.report import write_report
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, exposed)
 from course_lib.grading.shards import shard_of, write_shard
+from course_lib.grading.similarity import write_similarity
 from course_lib.grading.submissions import _learner_units, read_roster, submission_hash
 from course_lib.grading.term import finish, keep, resolve, submitted_text, unmatched
 from course_lib.grading.verdicts import _points
@@ -110,7 +113,7 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 memory_gib=MEMORY_GIB, html=True, log=print, root=ROOT,
                 startup_timeout=STARTUP_TIMEOUT, sandbox=True, chosen=None, force=False, shard=None,
                 partial=None, due=None, late_penalty=None, timezone=None, overrides=None,
-                solution_costs=None):
+                solution_costs=None, export=()):
     """Grade every learner's notebooks into out/gradebook.csv, out/summary.csv and out/feedback/.
 
     chosen: grade only these learners, and keep every other row of the gradebook in `out`;
@@ -119,6 +122,8 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
     timezone, overrides: the term's rules (term.resolve), each None for the one kept in `out`.
     solution_costs: points taken off each exercise whose solution the notebook asked for
     (help_taken.charge_solutions; term.finish does the arithmetic); None takes none.
+    Besides the gradebook: out/report.html, out/similarity.csv, and for each LMS in `export`
+    ("canvas", "moodle") out/<lms>.csv with the learners' ids from the roster.
 
     Returns (rows, problems): problems counts notebooks that could not be graded and
     learners with no submission. Raises FileNotFoundError with a plain message when the
@@ -278,6 +283,10 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
     for o in unmatched(rows, term):
         if mine(o.learner):
             log(f"WARNING: override line {o.line} ({o.learner}, {o.lesson}, {o.exercise}) matched no row")
+    write_similarity(rows, out, folder, lessons=lessons, root=root)  # issue 20: what leaves the grader
+    write_report(rows, out)
+    for lms in export:
+        write_export(rows, out, lms, roster, lessons=lessons, log=log)
     touched = changed(watched, tree_hash(root))
     if touched:
         log(f"WARNING: the instructor's files changed while grading: {', '.join(touched)}")

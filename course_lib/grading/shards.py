@@ -62,6 +62,7 @@ def merge(outs, out, log=print):
     Returns the rows; ValueError when the parts overlap, one is missing, or their rules differ.
     """
     from course_lib.grading.gradebook import write_outputs
+    from course_lib.grading.report import write_report
     outs, out = [Path(o) for o in outs], Path(out)
     if any(o.resolve() == out.resolve() for o in outs):
         raise ValueError(f"--out {out} is one of the shards: merge into a folder of its own")
@@ -110,5 +111,6 @@ def merge(outs, out, log=print):
     if logs:
         (out / "grading.log").write_text("".join(logs), encoding="utf-8")
     rows = write_outputs(out, rows, info["lessons"])
+    write_report(rows, out)  # no similarity.csv: the parts' notebooks are not read again
     log(f"merged {len(parts)} shards: {len(rows)} rows of {len(owner)} learners into {out / 'gradebook.csv'}")
     return rows
