@@ -19,12 +19,13 @@ from pathlib import Path
 
 import jinja2
 
+from course_lib.grading.questions import is_question
 from course_lib.grading.verdicts import _points
 
 # An exercise whose pass share (of those who handed it in) is below this is one to go over.
 GO_OVER_BELOW = 0.8
 GO_OVER_AT_MOST = 3
-STATUSES = ("passed", "failed", "not run", "missing")
+STATUSES = ("passed", "failed", "not run", "missing", "not answered")  # the last: a question's
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
 CODE = re.compile(r"`[^`]*`")
 
@@ -70,8 +71,13 @@ def exercise_stats(rows):
 
 
 def go_over(stats):
-    """The exercises the class failed most: pass share below GO_OVER_BELOW, lowest first."""
-    weak = [s for s in stats if s["share"] is not None and s["share"] < GO_OVER_BELOW]
+    """The exercises the class failed most: pass share below GO_OVER_BELOW, lowest first.
+
+    Questions are not among them: a question is answered in the notebook, right or wrong at
+    once, so its row shows what was handed in, not where the class got stuck.
+    """
+    weak = [s for s in stats if s["share"] is not None and s["share"] < GO_OVER_BELOW
+            and not is_question(s["exercise"])]
     return sorted(weak, key=lambda s: (s["share"], -s["handed_in"]))[:GO_OVER_AT_MOST]
 
 
@@ -94,7 +100,8 @@ def figure(stats):
     from matplotlib import colormaps
     from matplotlib.figure import Figure   # no pyplot: no backend, no global state
     labels = [f"{s['lesson'][:2]} {s['exercise']}" for s in stats]
-    colours = [*colormaps["viridis"]([0.8, 0.15, 0.5]), "#d0d0d0"]  # passed, failed, not run; missing grey
+    # passed, failed, not run; missing grey; a question not answered light grey
+    colours = [*colormaps["viridis"]([0.8, 0.15, 0.5]), "#d0d0d0", "#eeeeee"]
     fig = Figure(figsize=(9.3, 0.9 + 0.3 * len(stats)), dpi=100)
     ax = fig.subplots()
     left = [0.0] * len(stats)
@@ -151,12 +158,12 @@ those who handed it in.</p>{% endif %}
 {% if picture %}<img alt="the share of the class that passed, failed, did not run or did not hand in each exercise" src="{{ picture }}">{% endif %}
 <p class="small">The dotted line is {{ "%.0f"|format(100 * threshold) }}%: an exercise passed by fewer of
 those who handed it in is listed above.</p>
-<table><tr><th>exercise</th><th>passed</th><th>failed</th><th>not run</th><th>missing</th>
+<table><tr><th>exercise</th><th>passed</th><th>failed</th><th>not run</th><th>missing</th><th>not answered</th>
 <th>points (learners)</th><th>most common first failures</th></tr>
 {% for s in stats %}<tr><td>{{ s.lesson[:2] }} <b>{{ s.exercise }}</b></td>
 <td class="n">{{ s.counts["passed"] }}{% if s.share is not none %} ({{ "%.0f"|format(100 * s.share) }}%){% endif %}</td>
 <td class="n">{{ s.counts["failed"] }}</td><td class="n">{{ s.counts["not run"] }}</td>
-<td class="n">{{ s.counts["missing"] }}</td>
+<td class="n">{{ s.counts["missing"] }}</td><td class="n">{{ s.counts["not answered"] or "" }}</td>
 <td>{% for p, n in s.points %}{{ p }}/{{ s.max_points }}: {{ n }}{% if not loop.last %}<br>{% endif %}{% endfor %}</td>
 <td>{% for f in s.failures %}<div>{{ f.learners }} × <code>{{ f.line }}</code>
 <div class="small">e.g. {{ f.example }}</div></div>{% endfor %}</td></tr>
