@@ -139,12 +139,18 @@ def _check_exported(code, output, here):
     _check_regraded(code, output, here)
     canvas = list(csv.reader((here / "grades" / "canvas.csv").open()))
     assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "00_start_here"]
-    assert "Points Possible" in canvas[1][0] and canvas[1][5] == "3"
-    assert {r[0]: (r[1], r[5]) for r in canvas[2:]} == {"ada": ("4821", "3"), "bob": ("4822", "2"),
-                                                      "cy": ("4823", "0")}
+    # each learner's lesson points, exercises and questions together, as the gradebook has them
+    rows = list(csv.DictReader((here / "grades" / "gradebook.csv").open()))
+    points = {n: sum(float(r["points"]) for r in rows if r["learner"] == n) for n in ("ada", "bob", "cy")}
+    most = sum(float(r["max_points"]) for r in rows if r["learner"] == "ada")
+    assert most == 7  # 3 exercises and 4 questions of a point each
+    assert "Points Possible" in canvas[1][0] and float(canvas[1][5]) == most
+    assert {r[0]: (r[1], float(r[5])) for r in canvas[2:]} == {
+        "ada": ("4821", points["ada"]), "bob": ("4822", points["bob"]), "cy": ("4823", points["cy"])}
+    assert points["ada"] == 3 and points["cy"] == 0  # ada: the exercises right, no question answered
     moodle = list(csv.reader((here / "grades" / "moodle.csv").open()))
     assert moodle[0] == ["Learner", "ID number", "Email address", "00_start_here"]
-    assert moodle[1] == ["ada", "4821", "ada@example.edu", "3"]
+    assert moodle[1][:3] == ["ada", "4821", "ada@example.edu"] and float(moodle[1][3]) == 3
 
 
 def _book(here, out="grades"):

@@ -161,3 +161,8 @@ def test_a_value_too_deep_to_record_fails_the_probe_in_both_modes(tmp_path):
 def test_values_that_no_probe_could_write_are_refused(tmp_path, value):
     with pytest.raises(RecordError):
         load(saved(tmp_path, {"format": 1, "observations": [{"label": "a", "value": value}]}))
+
+
+def test_a_zero_dimensional_array_keeps_its_shape(tmp_path):
+    back = round_trip([np.array(2.5), np.float64(1.0) * np.ones(())], tmp_path)
+    assert back[0].shape == () and back[0] == 2.5 and back[1].shape == ()

@@ -286,7 +286,7 @@ def _ndarray(a, tensors):
     if a.dtype.name not in NUMPY_DTYPES or a.dtype.name in ("uint16", "uint32", "uint64"):
         return _opaque(a)
     key = f"t{len(tensors)}"
-    tensors[key] = torch.from_numpy(np.ascontiguousarray(a).copy())
+    tensors[key] = torch.from_numpy(np.array(a, order="C", copy=True))  # 0-d stays 0-d
     return {"ndarray": key, "dtype": a.dtype.name, "shape": [int(n) for n in a.shape]}
 
 
