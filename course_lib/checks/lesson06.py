@@ -1,5 +1,7 @@
 """Checkers for lesson 06, training: one optimisation step on shifted next-token targets."""
+import contextlib
 import copy
+import functools
 import math
 import numbers
 
@@ -8,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from course_lib.checks.core import Checker
+from course_lib.checks.core import Checker, backward, probe, seed
 from course_lib.checks.lesson04 import own_messages, watch_calls
 from course_lib.data import get_batch
 from course_lib.model import ModelConfig, TinyLM
@@ -16,11 +18,52 @@ from course_lib.training import TrainConfig, lr_at, next_token_loss
 from course_lib.training import train_step as reference_step
 
 
-def _no_own_answer(c, seen, what, case):
-    """Fail if the learner's function called course_lib's own answer (names in seen.called)."""
+def call_inside(c, watches, *args, case, none_hint=None, **kwargs):
+    """c.call(*args, **kwargs) with the learner's function run inside context managers that watch it.
+
+    `watches` maps a name to (make, report): make() gives a context manager, report(it) what
+    it saw, as plain data. The reports are part of the call's probe, so a replay has them too.
+    Returns (the result, {name: report}); a result None is feedback, as in `Checker.call`.
+    """
     __tracebackhide__ = True
-    if seen.called:
-        c.fail(f"your function calls course_lib's own {', '.join(seen.called)}", case=case,
+    fn = c.fn
+
+    @functools.wraps(fn)
+    def watched(*a, **k):
+        with contextlib.ExitStack() as stack:
+            managers = {name: stack.enter_context(make()) for name, (make, _) in watches.items()}
+            result = fn(*a, **k)
+        seen = {name: report(managers[name]) for name, (_, report) in watches.items()}
+        if isinstance(result, np.ndarray) and result.ndim == 0:
+            # record.py stores a 0-d array as a 1-d one, which its loader refuses: kept as
+            # one item and made 0-d again below (until record.py keeps the shape itself)
+            return {"0-d array": result.reshape(1), "seen": seen}
+        return {"result": result, "seen": seen}
+
+    c.fn = watched
+    try:
+        out = c.call(*args, case=case, **kwargs)
+    finally:
+        c.fn = fn
+    if "0-d array" in out:
+        out["result"] = out["0-d array"].reshape(())
+    if out["result"] is None:
+        c.fail("your function returned None", case=case,
+               hint=none_hint or "finish it with a `return` of the result; a function without "
+                                 "one returns None")
+    return out["result"], out["seen"]
+
+
+def _own(*functions):
+    """A watch for `call_inside`: which of course_lib's own answers ran."""
+    return (lambda: watch_calls(*functions), lambda seen: list(seen.called))
+
+
+def _no_own_answer(c, called, what, case):
+    """Fail if the learner's function called course_lib's own answer (the names in `called`)."""
+    __tracebackhide__ = True
+    if called:
+        c.fail(f"your function calls course_lib's own {', '.join(called)}", case=case,
                hint=f"write {what} yourself: course_lib's version is the answer key and earns "
                     f"no credit")
 
@@ -97,11 +140,11 @@ def _same(a, b, exact=False):
     return all(x.shape == y.shape and torch.allclose(x, y, atol=1e-9, rtol=1e-6) for x, y in zip(a, b))
 
 
-def _setup(seed, B, T, V):
+def _setup(n, B, T, V):
     """A float64 TinyLM with weights larger than the default, and three (B, T + 1) batches."""
-    torch.manual_seed(seed)
+    torch.manual_seed(seed(n))
     model = TinyLM(ModelConfig(vocab_size=V, max_len=T + 2, d_model=12, n_heads=2, n_layers=1)).double()
-    gen = torch.Generator().manual_seed(100 + seed)
+    gen = torch.Generator().manual_seed(seed(100 + n))
     with torch.no_grad():  # larger weights than the default init, so every mistake moves the loss
         for p in model.parameters():
             p.add_(0.3 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
@@ -109,9 +152,9 @@ def _setup(seed, B, T, V):
     return model, batches
 
 
-def _stale_gradients(model, seed):
+def _stale_gradients(model, n):
     """Leave gradients in .grad, as an earlier backward() would: a step must clear them first."""
-    gen = torch.Generator().manual_seed(200 + seed)
+    gen = torch.Generator().manual_seed(seed(200 + n))
     for p in model.parameters():
         p.grad = torch.randn(p.shape, generator=gen, dtype=p.dtype)
 
@@ -126,15 +169,15 @@ def check_train_step(fn):
         (1, 2, 7, 13, "AdamW(lr=0.01, weight_decay=0.1)",
          lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1)),
     )
-    for seed, B, T, V, opt_name, make_opt in cases:
-        model, batches = _setup(seed, B, T, V)
+    for n, B, T, V, opt_name, make_opt in cases:
+        model, batches = _setup(n, B, T, V)
         ref_model = copy.deepcopy(model)
         ref_opt = make_opt(ref_model.parameters())
         opt = make_opt(model.parameters())
         wrong = {order: copy.deepcopy(model) for order in (("backward", "step"),)}
         wrong_opts = {k: make_opt(m.parameters()) for k, m in wrong.items()}
         for m in (model, ref_model, *wrong.values()):
-            _stale_gradients(m, seed)
+            _stale_gradients(m, n)
         for k, batch in enumerate(batches, start=1):
             case = (f"a TinyLM(vocab_size={V}, d_model=12, n_layers=1) in float64, opt = "
                     f"{opt_name}, batch of shape (B, T + 1) = {tuple(batch.shape)}, "
@@ -147,25 +190,56 @@ def check_train_step(fn):
             for order, m in wrong.items():
                 _step(m, wrong_opts[order], batch, order)
             model.train()
-            with watch_calls(reference_step) as seen:
-                got = c.call(model, opt, batch, case=case, crash_hint=_CRASH_HINT,
-                             none_hint="end with `return loss.item()`: the loss of this batch "
-                                       "as a Python float")
-            _no_own_answer(c, seen, "the step", case)
+            got, seen = call_inside(c, {"own": _own(reference_step)}, model, opt, batch,
+                                    case=case, crash_hint=_CRASH_HINT,
+                                    none_hint="end with `return loss.item()`: the loss of this "
+                                              "batch as a Python float")
+            state = probe(f"the model after {case}", lambda: _model_state(model))
+            after = _take_state(c, model, state, before, case)
+            _no_own_answer(c, seen["own"], "the step", case)
             _check_loss(c, got, want_loss, variants, case)
-            if not model.training:
+            if state["training"] is not True:
                 c.fail("your function left the model in eval mode", case=case,
                        hint="a training step trains: leave the model in train mode (if you "
                             "call model.eval() to look at something, call model.train() after)")
             c.ok()
-            after = _params(model)
             if not _same(after, _params(ref_model)):
                 c.fail("the parameters after the step are not right", case=case,
                        expected=_params(ref_model)[0][0, :4], got=after[0][0, :4],
-                       hint=_param_hint(model, before, after, wrong, k)
+                       hint=_param_hint(state["gradients_gone"], before, after, wrong, k)
                        + " (shown: the first 4 numbers of the token embedding's first row)")
             c.ok()
     c.done()
+
+
+def _model_state(model):
+    """What a step left in the model, as plain data: for a probe, after the learner's step."""
+    params = list(model.parameters())
+    return {"params": [p.detach().clone() for p in params],
+            "training": bool(model.training),
+            "gradients_gone": all(p.grad is None or not bool(p.grad.any()) for p in params)}
+
+
+def _take_state(c, model, state, before, case):
+    """The parameters the step left (from `_model_state`), put into the checker's model too.
+
+    In direct and record mode they are there already; in replay they come from the record,
+    so that the next call's losses and parameters start where the learner's step left them.
+    """
+    __tracebackhide__ = True
+    after = state["params"]
+    if len(after) != len(before) or not all(
+            isinstance(a, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
+            for a, b in zip(after, before)):
+        c.fail("the model's parameters changed their number, shape or dtype", case=case,
+               expected=f"{len(before)} parameters, the first of shape {tuple(before[0].shape)}",
+               got=f"{len(after)} parameters",
+               hint="change the parameters only through opt.step(): do not replace, add or "
+                    "convert the model's layers")
+    with torch.no_grad():
+        for p, a in zip(model.parameters(), after):
+            p.copy_(a)
+    return after
 
 
 def _check_loss(c, got, want, variants, case):
@@ -195,11 +269,10 @@ def _check_loss(c, got, want, variants, case):
     c.ok()
 
 
-def _param_hint(model, before, after, wrong, k):
+def _param_hint(gradients_gone, before, after, wrong, k):
     """Name the step mistake that explains the parameters, if one does."""
     if _same(after, before, exact=True):
-        grads = [p.grad for p in model.parameters()]
-        if all(g is None or not g.any() for g in grads):
+        if gradients_gone:
             return ("the parameters did not move and the gradients are gone: call "
                     "opt.zero_grad() BEFORE loss.backward(); zeroing between backward() and "
                     "opt.step() wipes the gradients, so the step changes nothing and nothing "
@@ -314,16 +387,17 @@ def check_sample_batch(fn):
     """Check sample_batch(ids, batch_size, block_size, generator) -> (inputs, targets), each (B, T)."""
     __tracebackhide__ = True
     c = Checker("sample_batch", fn)
-    for N, B, T in ((30, 3, 5), (9, 1, 4), (12, 2000, 4)):
+    for k, (N, B, T) in enumerate(((30, 3, 5), (9, 1, 4), (12, 2000, 4))):
         ids = torch.arange(_FIRST_ID, _FIRST_ID + N)
+        first, second = seed(2 * k), seed(2 * k + 1)
         case = (f"ids = torch.arange({_FIRST_ID}, {_FIRST_ID + N}) (N = {N}), batch_size={B}, "
-                f"block_size={T}, generator=torch.Generator().manual_seed(0)")
+                f"block_size={T}, generator=torch.Generator().manual_seed({first})")
         crash = "a window ids[s : s + block_size + 1] needs s + block_size + 1 <= len(ids); "
-        with watch_calls(get_batch) as seen:
-            result = c.call(ids, B, T, torch.Generator().manual_seed(0), case=case,
-                            crash_hint=crash + _WINDOW_HINT,
-                            none_hint="end with `return inputs, targets`")
-        _no_own_answer(c, seen, "the sampling", case)
+        result, seen = call_inside(c, {"own": _own(get_batch)}, ids, B, T,
+                                   torch.Generator().manual_seed(first), case=case,
+                                   crash_hint=crash + _WINDOW_HINT,
+                                   none_hint="end with `return inputs, targets`")
+        _no_own_answer(c, seen["own"], "the sampling", case)
         inputs, targets = _pair_of_tensors(c, result, case)
         starts = _check_windows(c, inputs, targets, B, T, N, case)
         if B >= 1000:  # enough windows that every start appears
@@ -344,13 +418,16 @@ def check_sample_batch(fn):
                             + _WINDOW_HINT)
             c.ok()
             _check_independent(c, starts, N - T, case)
-        again = c.call(ids, B, T, torch.Generator().manual_seed(0), case=case,
+        again = c.call(ids, B, T, torch.Generator().manual_seed(first), case=case,
                        crash_hint=crash + _WINDOW_HINT)
-        other = c.call(ids, B, T, torch.Generator().manual_seed(1),
-                       case=case.replace("manual_seed(0)", "manual_seed(1)"),
+        other = c.call(ids, B, T, torch.Generator().manual_seed(second),
+                       case=case.replace(f"manual_seed({first})", f"manual_seed({second})"),
                        crash_hint=crash + _WINDOW_HINT)
         same = all(torch.equal(a, b) for a, b in zip(result, _pair_of_tensors(c, again, case)))
-        if not same or (B > 1 and torch.equal(result[0], _pair_of_tensors(c, other, case)[0])):
+        # another seed must give other windows, where two seeds could hardly draw the same B
+        # starts by chance (fewer than one in 10^12)
+        moved = B <= 1 or not torch.equal(result[0], _pair_of_tensors(c, other, case)[0])
+        if not same or (not moved and (N - T) ** B > 10**12):
             c.fail("the windows do not follow the generator you are given", case=case,
                    hint="draw the starts with the generator you are given, "
                         "torch.randint(..., generator=generator), so that a seeded generator "
@@ -439,14 +516,15 @@ class _Forbidden(TorchFunctionMode):
 def _ce_call(c, fn, logits, targets, case, **kwargs):
     """The learner's cross_entropy(logits, targets), failing if it used a forbidden function."""
     __tracebackhide__ = True
-    with watch_calls(next_token_loss) as seen, _Forbidden() as forbidden:
-        got = c.call(logits, targets, case=case, **kwargs)
-    if seen.called:
+    got, seen = call_inside(c, {"own": _own(next_token_loss),
+                                "forbidden": (_Forbidden, lambda mode: list(mode.called))},
+                            logits, targets, case=case, **kwargs)
+    if seen["own"]:
         c.fail("your function calls course_lib's own next_token_loss", case=case,
                hint="write the loss yourself with log-sum-exp: next_token_loss is the answer "
                     "key and earns no credit")
-    if forbidden.called:
-        c.fail(f"your function calls {', '.join(forbidden.called)}, which the exercise asks "
+    if seen["forbidden"]:
+        c.fail(f"your function calls {', '.join(seen['forbidden'])}, which the exercise asks "
                f"you not to use", case=case,
                hint="compute logsumexp(z) - z[target] yourself: the maximum m = z.amax(-1), "
                     "m + log(sum(exp(z - m))), and the target's logit with gather")
@@ -458,7 +536,7 @@ def check_cross_entropy(fn):
     """Check cross_entropy(logits, targets): the mean next-token loss, stable, with gradients."""
     __tracebackhide__ = True
     c = Checker("cross_entropy", fn)
-    gen = torch.Generator().manual_seed(6)
+    gen = torch.Generator().manual_seed(seed(6))
     for case, logits, targets in _ce_cases(gen):
         V = logits.shape[-1]
         want = F.cross_entropy(logits.double().reshape(-1, V), targets.reshape(-1))
@@ -515,8 +593,8 @@ def check_cross_entropy(fn):
 def _overflows(c, case):
     """Whether the learner's loss is inf or NaN where the target has the largest logit, 100."""
     __tracebackhide__ = True
-    probe = torch.tensor([[[100.0, 0.0, 0.0]]])          # the right loss is about 7e-44
-    value = _ce_call(c, c.fn, probe, torch.tensor([[0]]), case)
+    confident = torch.tensor([[[100.0, 0.0, 0.0]]])      # the right loss is about 7e-44
+    value = _ce_call(c, c.fn, confident, torch.tensor([[0]]), case)
     return not (isinstance(value, torch.Tensor) and bool(torch.isfinite(value).all()))
 
 
@@ -532,12 +610,20 @@ def _check_ce_gradient(c, fn, gen):
         c.fail("no gradient flows through your loss", case=case,
                hint="use torch operations on the logits only: .detach(), .item(), NumPy or "
                     "torch.no_grad() cut the graph, and the model could not learn from the loss")
-    loss.backward()
+    seen = probe(f"the backward pass for {case}", lambda: backward(loss, [mine]))
+    if "raised" in seen:
+        c.fail(f"the backward pass through your loss failed: {seen['raised']}", case=case,
+               hint="your function edits in place (x -= ..., x[...] = ..., x.exp_()) a tensor "
+                    "that autograd still needs to compute the gradient: build a new tensor "
+                    "instead (x = x - ...)")
+    grad = seen["grads"][0]
     ref = logits.clone().requires_grad_(True)
     F.cross_entropy(ref.reshape(-1, 5), targets.reshape(-1)).backward()
-    if mine.grad is None or not torch.allclose(mine.grad, ref.grad, atol=1e-9, rtol=1e-7):
+    if not (isinstance(grad, torch.Tensor) and grad.shape == ref.grad.shape
+            and grad.dtype == ref.grad.dtype
+            and torch.allclose(grad, ref.grad, atol=1e-9, rtol=1e-7)):
         c.fail("the gradient with respect to the logits is not right", case=case,
-               expected=ref.grad[0], got=None if mine.grad is None else mine.grad[0],
+               expected=ref.grad[0], got=grad[0] if isinstance(grad, torch.Tensor) else grad,
                hint="the value is right, so something on the way is not an ordinary torch "
                     "operation on the logits (a constant taken out of the graph changes "
                     "nothing, but an in-place edit or a detach does)")
@@ -625,10 +711,10 @@ def check_lr_schedule(fn):
         got = []
         for s in steps:
             case = f"lr_schedule(step={s}, {setting})"
-            with watch_calls(lr_at) as seen:
-                value = c.call(s, case=case, crash_hint=_LR_CRASH, none_hint="end with `return` "
-                               "and the learning rate, a float", **config)
-            _no_own_answer(c, seen, "the schedule", case)
+            value, seen = call_inside(c, {"own": _own(lr_at)}, s, case=case,
+                                      crash_hint=_LR_CRASH, none_hint="end with `return` and "
+                                      "the learning rate, a float", **config)
+            _no_own_answer(c, seen["own"], "the schedule", case)
             if isinstance(value, torch.Tensor) and value.numel() == 1:
                 c.fail("expected a Python float, got a tensor", case=case, got=value,
                        hint="use the math module (math.cos, math.pi) on plain numbers, or "

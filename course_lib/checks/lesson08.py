@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from course_lib.checks import core
-from course_lib.checks.core import HALF, Checker, name_the_mistake, tensor_result, tensors_close
+from course_lib.checks.core import (HALF, Checker, name_the_mistake, seed, tensor_result,
+                                    tensors_close)
 
 
 def gradients_flow(c, fn, inputs, names, reference, case):
@@ -79,7 +80,7 @@ def check_rms_norm(fn):
     __tracebackhide__ = True
     c = Checker("rms_norm", fn)
     formula = "x / sqrt(mean(x^2 over the last axis) + eps) * weight"
-    gen = torch.Generator().manual_seed(8)
+    gen = torch.Generator().manual_seed(seed(8))
     cases = [  # shape, dtype, scale, offset, eps
         ((2, 3, 8), torch.float32, 1.0, 0.5, None),
         ((5, 6), torch.float32, 0.3, -0.2, 0.5),         # a large eps against small x
@@ -161,7 +162,7 @@ def check_swiglu(fn):
     formula = "(silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T"
     orientation = ("the weights are in nn.Linear's orientation (out, in): w_gate and w_up are "
                    "(F, C), w_down is (C, F), so each is applied as x @ w.T")
-    gen = torch.Generator().manual_seed(80)
+    gen = torch.Generator().manual_seed(seed(80))
     cases = [  # x shape, hidden width F, dtype
         ((2, 3, 4), 6, torch.float32),
         ((5, 6), 16, torch.float32),
@@ -251,7 +252,7 @@ def check_grouped_query_attention(fn):
     c = Checker("grouped_query_attention", fn)
     formula = ("repeat each key/value head n_rep = H // Hkv times next to itself "
                "(repeat_interleave(n_rep, dim=1)), then causal softmax(q k^T / sqrt(D)) v")
-    gen = torch.Generator().manual_seed(88)
+    gen = torch.Generator().manual_seed(seed(88))
     cases = [  # B, H, Hkv, T, D, dtype
         (2, 4, 2, 5, 6, torch.float32),
         (1, 6, 2, 4, 4, torch.float32),

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import torch
 
-from course_lib.checks.core import Checker, tensors_close
+from course_lib.checks.core import Checker, probe, seed, tensors_close
 from course_lib.convert import tinylm_state_dict
 from course_lib.model import ModelConfig
 
@@ -13,10 +13,10 @@ _SOURCES = {"norm1": "ln_1", "norm2": "ln_2", "attn.qkv": "attn.c_attn", "attn.p
             "mlp.up": "mlp.c_fc", "mlp.down": "mlp.c_proj"}
 
 
-def _gpt2_state(seed, n_layers, dtype, C=6, V=11, max_len=9):
+def _gpt2_state(n, n_layers, dtype, C=6, V=11, max_len=9):
     """A GPT-2 state dict as a saved file names it (no `transformer.` prefix), random numbers,
     with the `h.N.attn.bias` causal-mask buffers older files hold."""
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(seed(n))
 
     def rand(*shape):
         return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
@@ -150,10 +150,10 @@ def check_gpt2_to_tinylm(fn):
     """Check gpt2_to_tinylm(hf, n_layers) -> TinyLM's state dict, from a GPT-2 (Conv1D) state dict."""
     __tracebackhide__ = True
     c = Checker("gpt2_to_tinylm", fn)
-    for seed, n_layers, dtype, C, V, max_len in ((0, 2, torch.float32, 6, 11, 9),
-                                                 (1, 1, torch.float64, 8, 7, 5),
-                                                 (2, 3, torch.float32, 4, 13, 12)):
-        hf, expected = _gpt2_state(seed, n_layers, dtype, C=C, V=V, max_len=max_len)
+    for n, n_layers, dtype, C, V, max_len in ((0, 2, torch.float32, 6, 11, 9),
+                                              (1, 1, torch.float64, 8, 7, 5),
+                                              (2, 3, torch.float32, 4, 13, 12)):
+        hf, expected = _gpt2_state(n, n_layers, dtype, C=C, V=V, max_len=max_len)
         given = {name: t.clone() for name, t in hf.items()}
         case = (f"a GPT-2 state dict of width {C}, vocabulary {V}, {max_len} positions, "
                 f"{n_layers} layer(s), {dtype}, with h.N.attn.bias buffers; n_layers={n_layers}")
@@ -162,9 +162,10 @@ def check_gpt2_to_tinylm(fn):
                                 "and loop over range(n_layers); take the sizes from the tensors, "
                                 "not from GPT-2 small's",
                      none_hint="return the new dict of TinyLM's names, e.g. `return out`")
-        if set(given) != set(hf) or any(
-                not isinstance(given[k], torch.Tensor) or given[k].shape != hf[k].shape
-                or given[k].dtype != hf[k].dtype or not torch.equal(given[k], hf[k]) for k in hf):
+        after = probe(f"the given state dict after {case}", lambda: given)
+        if not isinstance(after, dict) or set(after) != set(hf) or any(
+                not isinstance(after[k], torch.Tensor) or after[k].shape != hf[k].shape
+                or after[k].dtype != hf[k].dtype or not torch.equal(after[k], hf[k]) for k in hf):
             c.fail("the given state dict was changed", case=case, hint=(
                 "build and return a new dict; leave the given one as it was (no pop, no "
                 "assignment into it, no in-place .t_() or .copy_())"))
@@ -239,7 +240,7 @@ def check_previous_token_scores(fn):
     """Check previous_token_scores(weights) -> (...): mean of weights[..., t, t - 1] over t >= 1."""
     __tracebackhide__ = True
     c = Checker("previous_token_scores", fn)
-    gen = torch.Generator().manual_seed(10)
+    gen = torch.Generator().manual_seed(seed(10))
     formula = ("weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1): the weight query t puts "
                "on key t - 1, averaged over t = 1 .. T - 1")
     cases = [((2, 3, 6, 6), torch.float32), ((4, 5, 5), torch.float32), ((3, 2, 2), torch.float32),

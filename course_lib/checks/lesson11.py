@@ -4,7 +4,7 @@ import numbers
 from collections.abc import Mapping
 
 from course_lib.bpe import merge_pair
-from course_lib.checks.core import Checker
+from course_lib.checks.core import Checker, probe
 
 
 def _ids(c, got, case, what="the result"):
@@ -26,7 +26,8 @@ def _call_unchanged(c, fn, args, case, **kw):
     before = copy.deepcopy(args)
     passed = copy.deepcopy(args)
     got = c.call(*passed, case=case, **kw)
-    for i, (was, now) in enumerate(zip(before, passed)):
+    after = probe(f"the arguments after {case}", lambda: passed)
+    for i, (was, now) in enumerate(zip(before, after)):
         if was != now:
             c.fail(f"your function changed its argument {i + 1} in place", case=case,
                    expected=repr(was)[:80], got=repr(now)[:80],
