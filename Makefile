@@ -8,11 +8,13 @@ else
 PYTHON := .venv/bin/python
 endif
 
-# One process per core, each notebook's cells kept on one process (loadfile), and one
-# torch thread per process: processes whose threads outnumber the cores slow each other
-# down many times over. A kernel gets 5 minutes to start on a busy machine (nbval's
-# default is 60 s); conftest.py makes nbval wait as patiently for a cell's outputs.
-PYTEST := OMP_NUM_THREADS=1 $(PYTHON) -m pytest -n auto --dist loadfile --nbval --nbval-current-env \
+# One process per core, and one torch thread per process: processes whose threads outnumber
+# the cores slow each other down many times over. Tests run in groups (loadgroup): a file's
+# tests on one process, as loadfile would keep a notebook's cells in one kernel, except where
+# a test names its group (a lesson's exercise variants, run once for all its tests); conftest.py
+# sends the longest groups first (--no-loadscope-reorder keeps its order). A kernel gets 5 minutes
+# to start on a busy machine (nbval's default is 60 s); conftest.py makes nbval wait as patiently for a cell's outputs.
+PYTEST := OMP_NUM_THREADS=1 $(PYTHON) -m pytest -n auto --dist loadgroup --no-loadscope-reorder --nbval --nbval-current-env \
 	--nbval-kernel-startup-timeout=300
 
 .PHONY: setup lab test test-load test-browser exercises notebooks grade

@@ -1,4 +1,11 @@
 """pytest set-up for the whole repository (tests/ and the nbval runs of notebooks/)."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
 
 # nbval waits a fixed 5 s for each message a kernel sends after a cell finishes and fails with
 # "Timeout of 5 seconds exceeded waiting for output" when none comes in time. On a busy machine a
@@ -6,8 +13,47 @@
 # is patience only: every output is still compared, and --nbval-cell-timeout still bounds a cell.
 NBVAL_OUTPUT_TIMEOUT = 120  # seconds
 
+# CPU seconds of the test files that run far longer than their count of tests suggests, measured
+# as docs/run-times.md says; only their order in the run depends on these figures.
+HEAVY_FILES = {"tests/test_grading.py": 200}
 
-def pytest_collection_modifyitems(items):
+_RUN_TIME = re.compile(r"\*\*Run time:\*\* about (\d+(?:\.\d+)?) (s|min)\b")
+
+
+def stated_seconds(notebook):
+    """The run time a lesson states near its top, in seconds; 0 when it states none."""
+    try:
+        cells = json.loads(Path(notebook).read_text())["cells"][:4]
+    except (OSError, ValueError, KeyError):
+        return 0.0
+    for cell in cells:
+        found = _RUN_TIME.search("".join(cell.get("source", "")))
+        if cell.get("cell_type") == "markdown" and found:
+            return float(found.group(1)) * (60 if found.group(2) == "min" else 1)
+    return 0.0
+
+
+def group_of(item):
+    """The xdist group an item runs in: its own xdist_group mark, else its file (as loadfile)."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is not None:
+        return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+    return Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+
+
+def group_weight(group):
+    """About how long a group takes, for running the longest first: a lesson's nbval run and its
+    exercise variants (tests/test_exercise_notebooks.py) each take about its stated run time."""
+    if group in HEAVY_FILES:
+        return HEAVY_FILES[group]
+    lesson = group.removeprefix("exercises-").removeprefix("notebooks/")
+    if lesson.endswith(".ipynb"):
+        return stated_seconds(ROOT / "notebooks" / lesson)
+    return 0.0
+
+
+def wait_patiently(items):
+    """Give every nbval cell NBVAL_OUTPUT_TIMEOUT to send its outputs."""
     try:
         from nbval.plugin import IPyNbCell
     except ImportError:
@@ -15,3 +61,24 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if isinstance(item, IPyNbCell):
             item.output_timeout = NBVAL_OUTPUT_TIMEOUT
+
+
+def group_and_order(items):
+    """One xdist group per file, as --dist loadfile would (a notebook's cells share one kernel),
+    unless a test names its own group; then the longest groups first, so that no long one starts
+    last while the other worker idles. Within a group, the collected order is kept."""
+    groups = {}
+    for item in items:
+        group = group_of(item)
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        groups.setdefault(group, len(groups))
+    weight = {group: group_weight(group) for group in groups}
+    items.sort(key=lambda item: (-weight[group_of(item)], groups[group_of(item)]))
+
+
+# tryfirst: the groups must be marked before pytest-xdist's own hook reads them (--dist loadgroup)
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    wait_patiently(items)
+    group_and_order(items)

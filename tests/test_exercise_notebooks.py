@@ -9,7 +9,7 @@ import pytest
 from course_lib.exercises import exercises, stale, tags
 
 from answers import REFERENCE, WRONG
-from notebook_tools import LESSONS, ROOT, fill, first_error, read
+from notebook_tools import LESSONS, ROOT, read, run_exercise_variants
 
 NAMES = [path.name for path in LESSONS]
 
@@ -42,32 +42,61 @@ def test_exercise_and_check_cells_hold_no_magics(name):
             assert not re.search(r"^\s*[%!]", cell.source, re.MULTILINE), cell.source
 
 
-@pytest.mark.parametrize("name", NAMES)
+INJECTED = [w for w in WRONG if w.inject]
+
+
+def lesson_of(exercise):
+    """The lesson whose exercise notebook holds `exercise`."""
+    return next(n for n in NAMES if exercise in [e for e, _, _ in exercises(exercise_notebook(n))])
+
+
+_RUNS = {}
+
+
+def variants_of(name):
+    """The first error of each variant of lesson `name`'s exercise notebook: blank, answered
+    with the reference answers, and each injected wrong answer (run_exercise_variants: one
+    kernel a lesson, one pass over its cells, the same first errors as a fresh kernel each).
+    Computed once per test process; the tests of a lesson share an xdist group, so one
+    process runs them all."""
+    if name not in _RUNS:
+        wrong = {(w.exercise, w.name): w.body for w in INJECTED if lesson_of(w.exercise) == name}
+        try:
+            _RUNS[name] = run_exercise_variants(exercise_notebook(name), REFERENCE, wrong)
+        except Exception as exc:  # every test of the lesson reports it, none reruns the lesson
+            _RUNS[name] = exc
+    if isinstance(_RUNS[name], Exception):
+        raise _RUNS[name]
+    return _RUNS[name]
+
+
+def per_lesson(name):
+    """A lesson's parameter, in the xdist group its variant run is shared in."""
+    return pytest.param(name, marks=pytest.mark.xdist_group(f"exercises-{name}"), id=name)
+
+
+@pytest.mark.parametrize("name", [per_lesson(n) for n in NAMES])
 def test_blank_notebook_fails_first_at_its_first_check(name):
-    nb = exercise_notebook(name)
-    found = exercises(nb)
+    found = exercises(exercise_notebook(name))
     assert found, f"{name} has no exercises"
     first_name, _, first_check = found[0]
-    index, ename, evalue = first_error(nb)
+    index, ename, evalue = variants_of(name)["blank"]
     assert (index, ename) == (first_check, "NotImplementedError")
     assert f"Exercise '{first_name}'" in evalue
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [per_lesson(n) for n in NAMES])
 def test_notebook_passes_with_the_reference_answers(name):
-    nb = fill(exercise_notebook(name), REFERENCE)
-    assert first_error(nb) is None
+    assert variants_of(name)["reference"] is None
 
 
-INJECTED = [w for w in WRONG if w.inject]
-
-
-@pytest.mark.parametrize("wrong", INJECTED, ids=lambda w: f"{w.exercise}-{w.name}")
+@pytest.mark.parametrize("wrong", [
+    pytest.param(w, marks=pytest.mark.xdist_group(f"exercises-{lesson_of(w.exercise)}"),
+                 id=f"{w.exercise}-{w.name}") for w in INJECTED])
 def test_injected_wrong_answer_fails_at_its_check_with_its_hint(wrong):
-    name = next(n for n in NAMES if wrong.exercise in [e for e, _, _ in exercises(exercise_notebook(n))])
-    nb = fill(exercise_notebook(name), {**REFERENCE, wrong.exercise: wrong.body})
+    nb = exercise_notebook(lesson_of(wrong.exercise))
     check = next(j for e, _, j in exercises(nb) if e == wrong.exercise)
-    index, ename, evalue = first_error(nb)
+    index, ename, evalue = variants_of(lesson_of(wrong.exercise))[(wrong.exercise, wrong.name)]
     assert (index, ename) == (check, "AssertionError")
     assert wrong.hint in evalue
 
