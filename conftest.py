@@ -43,10 +43,11 @@ def group_of(item):
 
 def group_weight(group):
     """About how long a group takes, for running the longest first: a lesson's nbval run and its
-    exercise variants (tests/test_exercise_notebooks.py) each take about its stated run time."""
+    exercise variants (tests/test_exercise_notebooks.py) and its run in JupyterLab
+    (tests/test_browser.py) each take about its stated run time."""
     if group in HEAVY_FILES:
         return HEAVY_FILES[group]
-    lesson = group.removeprefix("exercises-").removeprefix("notebooks/")
+    lesson = group.removeprefix("exercises-").removeprefix("browser-").removeprefix("notebooks/")
     if lesson.endswith(".ipynb"):
         return stated_seconds(ROOT / "notebooks" / lesson)
     return 0.0

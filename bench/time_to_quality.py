@@ -149,6 +149,9 @@ def main(argv=None):
     p.add_argument("--fast-autocast", choices=("auto", "bf16", "off"))
     p.add_argument("--fast-adamw", choices=("default", "foreach", "fused"))
     p.add_argument("--fast-positions", choices=("learned", "rope"))
+    p.add_argument("--fast-min-lr-ratio", type=float)
+    p.add_argument("--only-fast", action="store_true",
+                   help="tuning: skip the recipe's run (its loss on a split does not change)")
     p.add_argument("--gpu", action="store_true", help="the GPU figures (needs CUDA)")
     p.add_argument("--lesson06", action="store_true",
                    help="lesson 06's CPU cell as it was (float32, 100 steps) and as it is")
@@ -173,7 +176,8 @@ def main(argv=None):
     fast = replace(fast, seed=args.seed)
     tuned = {k: v for k, v in (("steps", args.fast_steps), ("batch_size", args.fast_batch),
                                ("lr", args.fast_lr), ("autocast", args.fast_autocast),
-                               ("adamw", args.fast_adamw)) if v is not None}
+                               ("adamw", args.fast_adamw),
+                               ("min_lr_ratio", args.fast_min_lr_ratio)) if v is not None}
     if "steps" in tuned:
         tuned.update(warmup_steps=args.fast_steps // 10, eval_every=args.fast_steps)
     fast = replace(fast, **tuned)
@@ -183,6 +187,8 @@ def main(argv=None):
         recipe = replace(recipe, steps=20, warmup_steps=2, eval_every=20)
         fast = replace(fast, steps=5, warmup_steps=1, eval_every=5)
     recipes = {"recipe": (MODEL, recipe), "fast": (model_config, fast)}
+    if args.only_fast:
+        recipes.pop("recipe")
     runs = {name: [] for name in recipes}
     load_before = os.getloadavg()
     for _ in range(args.repeats):
@@ -190,6 +196,12 @@ def main(argv=None):
             runs[name].append(run(name, mc, cfg, train_ids, val_ids, device,
                                   eval_batches=2 if args.quick else EVAL["n_batches"]))
     median = medians(runs)
+    if args.only_fast:
+        print(json.dumps(dict(runs=runs, tuned=tuned, positions=model_config.positions,
+                              load_average_before=load_before, load_average_after=os.getloadavg(),
+                              measured_on="the tuning split (--dev)" if args.dev else
+                              "the validation part")))
+        return 0
     base, m = median["recipe"], median["fast"]
     verdict = dict(time_ratio=round(m["seconds"] / base["seconds"], 3),
                    loss_difference=round(m["val_loss"] - base["val_loss"], 4),

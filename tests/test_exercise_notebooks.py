@@ -128,3 +128,61 @@ def test_code_fits_a_laptop_window(name):
     long = [(number, line) for number, cell in enumerate(read(ROOT / "notebooks" / name).cells)
             if cell.cell_type == "code" for line in cell.source.splitlines() if len(line) > 100]
     assert not long, f"{name}: code lines over 100 characters (cell, line): {long[:3]}"
+
+
+def _toy_exercise_notebook():
+    """Two exercises with their checks, a cell between them that uses the first answer, and a
+    cell after the last that a wrong first answer would break."""
+    import nbformat
+
+    def code(source, *tag):
+        return nbformat.v4.new_code_cell(source, metadata={"tags": list(tag)})
+    checks = ("def check_double(f):\n"
+              "    assert f(2) == 4, 'double: multiply by 2'\n"
+              "def check_halve(f):\n"
+              "    assert f(4) == 2, 'halve: divide by 2'\n"
+              "LOG = []\n")
+    cells = [nbformat.v4.new_markdown_cell("# A toy lesson"), code(checks),
+             code("def double(x):\n    " + stub_of("double"), "exercise"),
+             code("check_double(double)", "check"),
+             code("LOG.append(double(5))"),
+             code("def halve(x):\n    " + stub_of("halve"), "exercise"),
+             code("check_halve(halve)", "check"),
+             code("assert LOG == [10], LOG")]
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+def stub_of(name):
+    from course_lib.exercises import stub
+    return stub(name)
+
+
+def test_one_kernel_run_finds_the_first_errors_of_separate_runs(tmp_path):
+    """run_exercise_variants against a fresh kernel per variant (notebook_tools.first_error):
+    the blank, the reference, a wrong answer at each exercise, one that fails in its own cell,
+    and one that reaches its check only after the reference run has stopped."""
+    from notebook_tools import fill, first_error
+    nb = _toy_exercise_notebook()
+    reference = {"double": "return 2 * x", "halve": "return x // 2"}
+    wrong = {("double", "adds"): "return x + 3",             # fails its check
+             ("double", "broken"): "return undefined_name",  # fails in the check's call
+             ("halve", "keeps"): "return x",
+             ("halve", "syntax"): "return (x"}
+    shared = run_exercise_variants(nb, reference, wrong, cwd=tmp_path, timeout=60)
+    separate = {"blank": first_error(nb, cwd=tmp_path, timeout=60),
+                "reference": first_error(fill(nb, reference), cwd=tmp_path, timeout=60)}
+    for (exercise, name), body in wrong.items():
+        separate[(exercise, name)] = first_error(fill(nb, {**reference, exercise: body}),
+                                                 cwd=tmp_path, timeout=60)
+    assert shared == separate
+    assert shared["reference"] is None
+    assert shared["blank"][:2] == (3, "NotImplementedError")
+    assert shared[("double", "adds")][:2] == (3, "AssertionError")
+    assert shared[("double", "broken")][:2] == (3, "NameError")
+    assert shared[("halve", "keeps")][:2] == (6, "AssertionError")
+    assert shared[("halve", "syntax")][:2] == (5, "SyntaxError")
+    # a reference answer that breaks: the variants after it never reach their checks
+    broken = run_exercise_variants(nb, {**reference, "double": "return 2 * x + 1"},
+                                   {("halve", "keeps"): "return x"}, cwd=tmp_path, timeout=60)
+    assert broken["reference"][:2] == (3, "AssertionError")
+    assert broken[("halve", "keeps")] == broken["reference"]

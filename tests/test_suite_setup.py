@@ -36,6 +36,7 @@ def test_every_lesson_weighs_its_stated_run_time_in_the_run_order():
         assert stated > 0, f"conftest.py reads no run time from {path.name}"
         assert conftest.group_weight(f"notebooks/{path.name}") == stated
         assert conftest.group_weight(f"exercises-{path.name}") == stated
+        assert conftest.group_weight(f"browser-{path.name}") == stated
     assert conftest.group_weight("tests/test_attention.py") == 0
     for name, seconds in conftest.HEAVY_FILES.items():
         assert (ROOT / name).is_file() and conftest.group_weight(name) == seconds > 0
