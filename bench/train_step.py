@@ -12,6 +12,10 @@ course_lib.training.train runs it. Each variant changes one part:
     learned_positions  a position table instead of RoPE: what RoPE costs at all
     adamw_fused        AdamW's fused kernel instead of foreach
     attention_math     attention through torch's plain (math) kernel instead of the fused one
+    gelu_tanh          the tanh approximation of GELU (GPT-2's) instead of the exact one
+
+It also times apply_rope alone, forward and backward, at the shape the step gives it (q of
+(24, 4, 64, 32)), now and in the seven-operation form, in turns, by CPU time.
 
 The variants run in turns, one step each, for --rounds rounds, and each step is timed by
 the CPU time of this process (time.process_time), so other work on a shared machine slows
@@ -98,7 +102,23 @@ def variants():
         "adamw_fused": (mc, replace(cfg, adamw="fused"), none),
         "attention_math": (mc, cfg, lambda: patched(attention, "_fused_attention",
                                                      _math_attention)),
+        "gelu_tanh": (replace(mc, gelu_approx="tanh"), cfg, none),
     }
+
+
+def rope_calls(rounds=200):
+    """Median CPU ms of apply_rope forward and backward on q's shape: now, and the old form."""
+    from course_lib.positions import apply_rope
+    x = torch.randn(24, 4, 64, 32, requires_grad=True)
+    grad, positions = torch.randn(24, 4, 64, 32), torch.arange(64)
+    times = {"now": [], "seven_ops": []}
+    for _ in range(rounds):
+        for name, f in (("now", apply_rope), ("seven_ops", rope_seven_ops)):
+            start = time.process_time()
+            f(x, positions).backward(grad)
+            times[name].append(time.process_time() - start)
+    assert torch.equal(apply_rope(x, positions), rope_seven_ops(x, positions))
+    return {name: round(1e3 * statistics.median(t), 3) for name, t in times.items()}
 
 
 def main(argv=None):
@@ -132,7 +152,8 @@ def main(argv=None):
         tokens_per_step=cfg.batch_size * cfg.block_size, rounds=args.rounds,
         cpu_ms_per_step={name: round(1e3 * statistics.median(t), 1) for name, t in times.items()},
         against_the_preset={name: round(statistics.median(t) / base, 3)
-                            for name, t in times.items()})
+                            for name, t in times.items()},
+        apply_rope_cpu_ms_forward_and_backward=rope_calls())
     print(json.dumps(result, indent=2))
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
