@@ -1,6 +1,9 @@
 """The exercise notebooks: generated from the lessons, failing when blank, passing when answered.
 
-These are COURSE.md's grader tests 2-4; test 1 is nbval on notebooks/ itself.
+These are COURSE.md's grader tests 2-4; test 1 is nbval on notebooks/ itself. A lesson's blank,
+answered and wrong-answer variants run in one kernel, in one pass over its cells
+(notebook_tools.run_exercise_variants), which the toy notebook at the end proves equal to a
+fresh kernel per variant.
 """
 import re
 
