@@ -5,6 +5,7 @@ answered and wrong-answer variants run in one kernel, in one pass over its cells
 (notebook_tools.run_exercise_variants), which the toy notebook at the end proves equal to a
 fresh kernel per variant.
 """
+import functools
 import re
 
 import pytest
@@ -48,9 +49,15 @@ def test_exercise_and_check_cells_hold_no_magics(name):
 INJECTED = [w for w in WRONG if w.inject]
 
 
+@functools.cache
+def exercise_names(name):
+    """The exercises of lesson `name`'s exercise notebook, read once (collection asks often)."""
+    return tuple(e for e, _, _ in exercises(exercise_notebook(name)))
+
+
 def lesson_of(exercise):
     """The lesson whose exercise notebook holds `exercise`."""
-    return next(n for n in NAMES if exercise in [e for e, _, _ in exercises(exercise_notebook(n))])
+    return next(n for n in NAMES if exercise in exercise_names(n))
 
 
 _RUNS = {}
