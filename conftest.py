@@ -40,7 +40,8 @@ def group_of(item):
     mark = item.get_closest_marker("xdist_group")
     if mark is not None:
         return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-    return Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+    path = Path(str(item.path)).resolve()
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
 
 
 def group_weight(group):
