@@ -9,13 +9,12 @@ PYTHON := .venv/bin/python
 endif
 
 # One process per core, and one torch thread per process: processes whose threads outnumber
-# the cores slow each other down many times over. Tests run in groups (loadgroup): a file's
-# tests on one process, as loadfile would keep a notebook's cells in one kernel, except where
-# a test names its group (a lesson's exercise variants, run once for all its tests); conftest.py
-# sends the longest groups first (--no-loadscope-reorder keeps its order). A kernel gets 5 minutes
-# to start on a busy machine (nbval's default is 60 s); conftest.py makes nbval wait as
-# patiently for a cell's outputs.
-PYTEST := OMP_NUM_THREADS=1 $(PYTHON) -m pytest -n auto --dist loadgroup --no-loadscope-reorder --nbval --nbval-current-env \
+# the cores slow each other down many times over. Each file's tests on one process (loadfile:
+# a notebook's cells share one kernel, and a lesson's exercise variants one run), the longest
+# files first (conftest.py orders them; --no-loadscope-reorder keeps that order). A kernel gets
+# 5 minutes to start on a busy machine (nbval's default is 60 s); conftest.py makes nbval wait
+# as patiently for a cell's outputs.
+PYTEST := OMP_NUM_THREADS=1 $(PYTHON) -m pytest -n auto --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env \
 	--nbval-kernel-startup-timeout=300
 
 .PHONY: setup lab test test-load test-browser exercises notebooks grade

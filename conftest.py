@@ -14,10 +14,11 @@ ROOT = Path(__file__).resolve().parent
 NBVAL_OUTPUT_TIMEOUT = 120  # seconds
 
 # About how many CPU seconds the test files take that run far longer than their count of tests
-# suggests; only the order of the run depends on these figures. tests/test_grading.py grades a
-# class of about 40 copies of lesson 00 (its graded_class fixture), at 4 to 6 s of CPU each
-# (issue 23's figure): an estimate, not yet measured as one file (docs/run-times.md).
-HEAVY_FILES = {"tests/test_grading.py": 200}
+# suggests; only the order of the run depends on these figures. tests/test_exercise_notebooks.py
+# runs every lesson's exercise notebook once: 410 s measured (docs/run-times.md).
+# tests/test_grading.py grades a class of about 40 copies of lesson 00 (its graded_class
+# fixture), at 4 to 6 s of CPU each (issue 23's figure): an estimate, not measured as one file.
+HEAVY_FILES = {"tests/test_exercise_notebooks.py": 410, "tests/test_grading.py": 200}
 
 _RUN_TIME = re.compile(r"\*\*Run time:\*\* about (\d+(?:\.\d+)?) (s|min)\b")
 
@@ -36,7 +37,8 @@ def stated_seconds(notebook):
 
 
 def group_of(item):
-    """The xdist group an item runs in: its own xdist_group mark, else its file (as loadfile)."""
+    """The group an item is scheduled in: its own xdist_group mark (the browser test gives each
+    lesson one), else its file, as --dist loadfile schedules it."""
     mark = item.get_closest_marker("xdist_group")
     if mark is not None:
         return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
@@ -46,11 +48,10 @@ def group_of(item):
 
 def group_weight(group):
     """About how long a group takes, for running the longest first: a lesson's nbval run and its
-    exercise variants (tests/test_exercise_notebooks.py) and its run in JupyterLab
-    (tests/test_browser.py) each take about its stated run time."""
+    run in JupyterLab (tests/test_browser.py) each take about its stated run time."""
     if group in HEAVY_FILES:
         return HEAVY_FILES[group]
-    lesson = group.removeprefix("exercises-").removeprefix("browser-").removeprefix("notebooks/")
+    lesson = group.removeprefix("browser-").removeprefix("notebooks/")
     if lesson.endswith(".ipynb"):
         return stated_seconds(ROOT / "notebooks" / lesson)
     return 0.0
@@ -68,9 +69,11 @@ def wait_patiently(items):
 
 
 def group_and_order(items):
-    """One xdist group per file, as --dist loadfile would (a notebook's cells share one kernel),
-    unless a test names its own group; then the longest groups first, so that no long one starts
-    last while the other worker idles. Within a group, the collected order is kept."""
+    """The longest groups first, so that no long one starts last while the other worker idles;
+    within a group, the collected order. Every item is marked with its group, so that --dist
+    loadgroup would schedule the same groups. (Under pytest 9.2 with pytest-xdist 3.8, loadgroup
+    cannot: xdist names a group by rewriting item._nodeid, which pytest no longer reads, so every
+    test becomes a group of its own; make test uses loadfile.)"""
     groups = {}
     for item in items:
         group = group_of(item)
@@ -81,7 +84,7 @@ def group_and_order(items):
     items.sort(key=lambda item: (-weight[group_of(item)], groups[group_of(item)]))
 
 
-# tryfirst: the groups must be marked before pytest-xdist's own hook reads them (--dist loadgroup)
+# tryfirst: before pytest-xdist's own hook reads the marks (--dist loadgroup)
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     wait_patiently(items)

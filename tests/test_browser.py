@@ -207,6 +207,8 @@ def _explorer_output(explorer):
 
 # Each lesson a group of its own, so that `make test-browser` (-n 2 --dist loadgroup) runs two
 # at a time, the longest first (conftest.py orders groups by the run time a lesson states).
+# Where loadgroup cannot read the groups (conftest.py says when), each test is its own group
+# anyway, so the schedule is the same.
 @pytest.mark.parametrize("lesson", [
     pytest.param(p, marks=pytest.mark.xdist_group(f"browser-{p.name}"), id=p.stem)
     for p in LESSONS])

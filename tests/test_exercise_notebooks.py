@@ -67,8 +67,7 @@ def variants_of(name):
     """The first error of each variant of lesson `name`'s exercise notebook: blank, answered
     with the reference answers, and each injected wrong answer (run_exercise_variants: one
     kernel a lesson, one pass over its cells, the same first errors as a fresh kernel each).
-    Computed once per test process; the tests of a lesson share an xdist group, so one
-    process runs them all."""
+    Computed once per test process: make test's --dist loadfile runs this whole file in one."""
     if name not in _RUNS:
         wrong = {(w.exercise, w.name): w.body for w in INJECTED if lesson_of(w.exercise) == name}
         try:
@@ -80,12 +79,7 @@ def variants_of(name):
     return _RUNS[name]
 
 
-def per_lesson(name):
-    """A lesson's parameter, in the xdist group its variant run is shared in."""
-    return pytest.param(name, marks=pytest.mark.xdist_group(f"exercises-{name}"), id=name)
-
-
-@pytest.mark.parametrize("name", [per_lesson(n) for n in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_blank_notebook_fails_first_at_its_first_check(name):
     found = exercises(exercise_notebook(name))
     assert found, f"{name} has no exercises"
@@ -95,14 +89,12 @@ def test_blank_notebook_fails_first_at_its_first_check(name):
     assert f"Exercise '{first_name}'" in evalue
 
 
-@pytest.mark.parametrize("name", [per_lesson(n) for n in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_notebook_passes_with_the_reference_answers(name):
     assert variants_of(name)["reference"] is None
 
 
-@pytest.mark.parametrize("wrong", [
-    pytest.param(w, marks=pytest.mark.xdist_group(f"exercises-{lesson_of(w.exercise)}"),
-                 id=f"{w.exercise}-{w.name}") for w in INJECTED])
+@pytest.mark.parametrize("wrong", INJECTED, ids=lambda w: f"{w.exercise}-{w.name}")
 def test_injected_wrong_answer_fails_at_its_check_with_its_hint(wrong):
     nb = exercise_notebook(lesson_of(wrong.exercise))
     check = next(j for e, _, j in exercises(nb) if e == wrong.exercise)

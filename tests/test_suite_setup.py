@@ -28,14 +28,13 @@ def _root_conftest():
 
 
 def test_every_lesson_weighs_its_stated_run_time_in_the_run_order():
-    """The heaviest groups go first: each lesson's nbval run and exercise variants weigh its
+    """The heaviest groups go first: each lesson's nbval run and its browser run weigh its
     stated run time, which conftest.py must be able to read from every lesson."""
     conftest = _root_conftest()
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         stated = conftest.stated_seconds(path)
         assert stated > 0, f"conftest.py reads no run time from {path.name}"
         assert conftest.group_weight(f"notebooks/{path.name}") == stated
-        assert conftest.group_weight(f"exercises-{path.name}") == stated
         assert conftest.group_weight(f"browser-{path.name}") == stated
     assert conftest.group_weight("tests/test_attention.py") == 0
     for name, seconds in conftest.HEAVY_FILES.items():
