@@ -84,7 +84,7 @@ def apply_rope(x, positions, base=10000.0):
     cos, sin = torch.cos(angles), torch.sin(angles)
     # Pair (even, odd) becomes (even cos - odd sin, odd cos + even sin): the pair times cos,
     # plus the pair swapped, (odd, even), times (-sin, sin). Four operations on x where
-    # rotating the halves separately takes seven (bench/train_throughput.py --rope), and the
+    # rotating the halves separately takes seven (bench/train_step.py times both), and the
     # same roundings: a - b is a + (-b) exactly, and the sums are the same two terms.
     cos2 = torch.stack([cos, cos], dim=-1)                                     # (T, D / 2, 2)
     sin2 = torch.stack([-sin, sin], dim=-1)                                    # (T, D / 2, 2)
