@@ -8,11 +8,13 @@ else
 PYTHON := .venv/bin/python
 endif
 
-# One process per core, each notebook's cells kept on one process (loadfile), and one
-# torch thread per process: processes whose threads outnumber the cores slow each other
-# down many times over. A kernel gets 5 minutes to start on a busy machine (nbval's
-# default is 60 s); conftest.py makes nbval wait as patiently for a cell's outputs.
-PYTEST := OMP_NUM_THREADS=1 $(PYTHON) -m pytest -n auto --dist loadfile --nbval --nbval-current-env \
+# One process per core, and one torch thread per process: processes whose threads outnumber
+# the cores slow each other down many times over. Each file's tests on one process (loadfile:
+# a notebook's cells share one kernel, and a lesson's exercise variants one run), the longest
+# files first (conftest.py orders them; --no-loadscope-reorder keeps that order). A kernel gets
+# 5 minutes to start on a busy machine (nbval's default is 60 s); conftest.py makes nbval wait
+# as patiently for a cell's outputs.
+PYTEST := OMP_NUM_THREADS=1 $(PYTHON) -m pytest -n auto --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env \
 	--nbval-kernel-startup-timeout=300
 
 .PHONY: setup lab test test-load test-browser exercises notebooks grade
@@ -40,9 +42,14 @@ test-load: setup
 
 # Every lesson opened and run in JupyterLab in headless Chromium (Debian's chromium package,
 # driven by Playwright: pip install playwright). Screenshots go to tests/artefacts/browser/;
-# -rP prints each lesson's time in JupyterLab beside the time it states.
+# -rP prints each lesson's time in JupyterLab beside the time it states. Two lessons at a
+# time, longest first, each process with its own JupyterLab and Chromium: a lesson keeps
+# PyTorch to one thread, so two share a 2-core machine as two learners' laptops would not,
+# but each has a core (BROWSER_JOBS=1 runs them one at a time).
+BROWSER_JOBS ?= 2
 test-browser: setup
-	COURSE_BROWSER_TEST=1 $(PYTHON) -m pytest -p no:cacheprovider -v -rP tests/test_browser.py
+	COURSE_BROWSER_TEST=1 $(PYTHON) -m pytest -p no:cacheprovider -v -rP -n $(BROWSER_JOBS) \
+		--dist loadgroup --no-loadscope-reorder tests/test_browser.py
 
 # Maintainers: regenerate exercises/ after editing a lesson in notebooks/.
 exercises: setup

@@ -1,4 +1,11 @@
 """pytest set-up for the whole repository (tests/ and the nbval runs of notebooks/)."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
 
 # nbval waits a fixed 5 s for each message a kernel sends after a cell finishes and fails with
 # "Timeout of 5 seconds exceeded waiting for output" when none comes in time. On a busy machine a
@@ -6,8 +13,52 @@
 # is patience only: every output is still compared, and --nbval-cell-timeout still bounds a cell.
 NBVAL_OUTPUT_TIMEOUT = 120  # seconds
 
+# About how many CPU seconds the test files take that run far longer than their count of tests
+# suggests; only the order of the run depends on these figures. tests/test_exercise_notebooks.py
+# runs every lesson's exercise notebook once: 410 s measured (docs/run-times.md).
+# tests/test_grading.py grades a class of about 40 copies of lesson 00 (its graded_class
+# fixture), at 4 to 6 s of CPU each (issue 23's figure): an estimate, not measured as one file.
+HEAVY_FILES = {"tests/test_exercise_notebooks.py": 410, "tests/test_grading.py": 200}
 
-def pytest_collection_modifyitems(items):
+_RUN_TIME = re.compile(r"\*\*Run time:\*\* about (\d+(?:\.\d+)?) (s|min)\b")
+
+
+def stated_seconds(notebook):
+    """The run time a lesson states near its top, in seconds; 0 when it states none."""
+    try:
+        cells = json.loads(Path(notebook).read_text())["cells"][:4]
+    except (OSError, ValueError, KeyError):
+        return 0.0
+    for cell in cells:
+        found = _RUN_TIME.search("".join(cell.get("source", "")))
+        if cell.get("cell_type") == "markdown" and found:
+            return float(found.group(1)) * (60 if found.group(2) == "min" else 1)
+    return 0.0
+
+
+def group_of(item):
+    """The group an item is scheduled in: its own xdist_group mark (the browser test gives each
+    lesson one), else its file, as --dist loadfile schedules it."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is not None:
+        return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+    path = Path(str(item.path)).resolve()
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
+
+
+def group_weight(group):
+    """About how long a group takes, for running the longest first: a lesson's nbval run and its
+    run in JupyterLab (tests/test_browser.py) each take about its stated run time."""
+    if group in HEAVY_FILES:
+        return HEAVY_FILES[group]
+    lesson = group.removeprefix("browser-").removeprefix("notebooks/")
+    if lesson.endswith(".ipynb"):
+        return stated_seconds(ROOT / "notebooks" / lesson)
+    return 0.0
+
+
+def wait_patiently(items):
+    """Give every nbval cell NBVAL_OUTPUT_TIMEOUT to send its outputs."""
     try:
         from nbval.plugin import IPyNbCell
     except ImportError:
@@ -15,3 +66,26 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if isinstance(item, IPyNbCell):
             item.output_timeout = NBVAL_OUTPUT_TIMEOUT
+
+
+def group_and_order(items):
+    """The longest groups first, so that no long one starts last while the other worker idles;
+    within a group, the collected order. Every item is marked with its group, so that --dist
+    loadgroup would schedule the same groups. (Under pytest 9.2 with pytest-xdist 3.8, loadgroup
+    cannot: xdist names a group by rewriting item._nodeid, which pytest no longer reads, so every
+    test becomes a group of its own; make test uses loadfile.)"""
+    groups = {}
+    for item in items:
+        group = group_of(item)
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        groups.setdefault(group, len(groups))
+    weight = {group: group_weight(group) for group in groups}
+    items.sort(key=lambda item: (-weight[group_of(item)], groups[group_of(item)]))
+
+
+# tryfirst: before pytest-xdist's own hook reads the marks (--dist loadgroup)
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    wait_patiently(items)
+    group_and_order(items)

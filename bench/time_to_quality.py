@@ -36,7 +36,10 @@ the earlier bf16 settings (a position table, 800 steps) had reached the recipe's
 0.47 of its time on a CPU with AVX512-BF16, and in 0.80 of it in float32 on one without.
 
 `--repeats N` runs the two N times in turn (recipe, fast, recipe, ...), since the machine
-may be shared. Each run's wall time is the whole `train` call (two small evaluations
+may be shared. Each run also reports the CPU time of this process during the `train` call
+(`cpu_seconds`, one thread), and the verdict its ratio (`cpu_time_ratio`): on a machine other
+work keeps busy, CPU time counts what each run computed, where wall time counts the others'
+work too; on an idle one the two ratios agree. Each run's wall time is the whole `train` call (two small evaluations
 included); its quality is the loss on the same 100 fixed windows of 12 x 64 bytes of the
 held-out text, in float32, for both (GPU mode: windows of the model's max_len). It prints
 one JSON object: the machine, each run's time and loss, the medians, and the fast run's
@@ -116,14 +119,15 @@ def run(name, model_config, cfg, train_ids, val_ids, device, eval_batches=EVAL["
     model = TinyLM(model_config).to(device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     history = train(model, train_ids, val_ids, cfg, device=device, progress=False)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     eval_cfg = dict(EVAL, block_size=model_config.max_len, n_batches=eval_batches)
     val = evaluate(model, val_ids, **eval_cfg)
-    result = dict(name=name, seconds=round(seconds, 2), val_loss=round(val, 4),
+    result = dict(name=name, seconds=round(seconds, 2), cpu_seconds=round(cpu_seconds, 2),
+                  val_loss=round(val, 4),
                   last_train_loss=round(history.losses[-1], 4),
                   tokens_per_second=round(history.tokens_per_second))
     print(json.dumps(result), file=sys.stderr, flush=True)  # progress, while the rest runs
@@ -149,6 +153,9 @@ def main(argv=None):
     p.add_argument("--fast-autocast", choices=("auto", "bf16", "off"))
     p.add_argument("--fast-adamw", choices=("default", "foreach", "fused"))
     p.add_argument("--fast-positions", choices=("learned", "rope"))
+    p.add_argument("--fast-min-lr-ratio", type=float)
+    p.add_argument("--only-fast", action="store_true",
+                   help="tuning: skip the recipe's run (its loss on a split does not change)")
     p.add_argument("--gpu", action="store_true", help="the GPU figures (needs CUDA)")
     p.add_argument("--lesson06", action="store_true",
                    help="lesson 06's CPU cell as it was (float32, 100 steps) and as it is")
@@ -173,7 +180,8 @@ def main(argv=None):
     fast = replace(fast, seed=args.seed)
     tuned = {k: v for k, v in (("steps", args.fast_steps), ("batch_size", args.fast_batch),
                                ("lr", args.fast_lr), ("autocast", args.fast_autocast),
-                               ("adamw", args.fast_adamw)) if v is not None}
+                               ("adamw", args.fast_adamw),
+                               ("min_lr_ratio", args.fast_min_lr_ratio)) if v is not None}
     if "steps" in tuned:
         tuned.update(warmup_steps=args.fast_steps // 10, eval_every=args.fast_steps)
     fast = replace(fast, **tuned)
@@ -183,6 +191,8 @@ def main(argv=None):
         recipe = replace(recipe, steps=20, warmup_steps=2, eval_every=20)
         fast = replace(fast, steps=5, warmup_steps=1, eval_every=5)
     recipes = {"recipe": (MODEL, recipe), "fast": (model_config, fast)}
+    if args.only_fast:
+        recipes.pop("recipe")
     runs = {name: [] for name in recipes}
     load_before = os.getloadavg()
     for _ in range(args.repeats):
@@ -190,8 +200,15 @@ def main(argv=None):
             runs[name].append(run(name, mc, cfg, train_ids, val_ids, device,
                                   eval_batches=2 if args.quick else EVAL["n_batches"]))
     median = medians(runs)
+    if args.only_fast:
+        print(json.dumps(dict(runs=runs, tuned=tuned, positions=model_config.positions,
+                              load_average_before=load_before, load_average_after=os.getloadavg(),
+                              measured_on="the tuning split (--dev)" if args.dev else
+                              "the validation part")))
+        return 0
     base, m = median["recipe"], median["fast"]
     verdict = dict(time_ratio=round(m["seconds"] / base["seconds"], 3),
+                   cpu_time_ratio=round(m["cpu_seconds"] / base["cpu_seconds"], 3),
                    loss_difference=round(m["val_loss"] - base["val_loss"], 4),
                    same_quality=m["val_loss"] <= base["val_loss"] + 0.02,
                    half_the_time_or_less=m["seconds"] <= 0.5 * base["seconds"])
@@ -217,6 +234,7 @@ def describe(path):
 
 def medians(runs):
     return {name: dict(seconds=statistics.median(r["seconds"] for r in rs),
+                       cpu_seconds=statistics.median(r["cpu_seconds"] for r in rs),
                        val_loss=statistics.median(r["val_loss"] for r in rs))
             for name, rs in runs.items()}
 

@@ -85,3 +85,75 @@ def stated_run_time(path):
                 return float(found.group(1)) * (60 if found.group(2) == "min" else 1)
     raise ValueError(f"{Path(path).name} states no run time near its top in the form "
                      f"'**Run time:** about 40 s' (or 'about 2 min')")
+
+
+def _error(exc, index):
+    """(cell index, ename, evalue) of a cell that raised, from nbclient's CellExecutionError."""
+    return index, exc.ename, exc.evalue
+
+
+def run_exercise_variants(nb, reference, wrong, cwd=ROOT / "notebooks", timeout=300):
+    """Run an exercise notebook's answered, blank and wrong variants in one kernel, top to bottom.
+
+    What three kinds of run of the notebook would show, each in its own fresh kernel, for one
+    kernel start and one pass over the lesson's cells: the cells run in order, each exercise
+    answered by `reference` (a stub where it has none); at each exercise cell, before its
+    answer runs, the variants that differ from that run first at that cell are tried in turn,
+    each as its exercise cell then its check cell:
+
+    - the blank notebook (nothing filled in), at the first exercise only: a blank notebook
+      stops at its first check, so nothing after it is ever reached;
+    - each wrong answer of `wrong`, {(exercise, name): body}, filled in where the reference
+      would go; the cells before it ran with the reference answers, as in a notebook filled
+      with {**reference, exercise: body}, which stops at the wrong answer's check.
+
+    A cell before the first exercise runs identically in every variant, so an error there is
+    every variant's first error. Returns {"reference": first error, "blank": ..., (exercise,
+    name): ...} for each variant, where a first error is (cell index, ename, evalue) or None.
+    """
+    found = {index: (name, check) for name, index, check in exercises(nb)}
+    results = {}
+    pending = {"blank", *wrong}          # variants not yet run to their first error
+
+    client = NotebookClient(copy.deepcopy(nb), timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(cwd)}})
+    count = 0
+
+    def run(source, index):
+        """Run `source` as cell `index`; its error as (index, ename, evalue), or None."""
+        nonlocal count
+        count += 1
+        cell = nbformat.v4.new_code_cell(source)
+        try:
+            client.execute_cell(cell, index, execution_count=count)
+        except CellExecutionError as exc:
+            return _error(exc, index)
+        return None
+
+    client.reset_execution_trackers()
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            if index in found:
+                name, check = found[index]
+                variants = {key: body for key, body in wrong.items() if key[0] == name}
+                if "blank" in pending:
+                    variants = {"blank": None, **variants}
+                for key, body in variants.items():
+                    source = cell.source if body is None else replace_stub(cell.source, name, body)
+                    results[key] = run(source, index) or run(nb.cells[check].source, check)
+                    pending.discard(key)
+                source = (replace_stub(cell.source, name, reference[name]) if name in reference
+                          else cell.source)
+            else:
+                source = cell.source
+            error = run(source, index)
+            if error is not None:
+                results["reference"] = error
+                break
+        else:
+            results["reference"] = None
+    for key in pending:  # not reached: the reference run stopped first, so would they
+        results[key] = results["reference"]
+    return results

@@ -1,7 +1,11 @@
 """The exercise notebooks: generated from the lessons, failing when blank, passing when answered.
 
-These are COURSE.md's grader tests 2-4; test 1 is nbval on notebooks/ itself.
+These are COURSE.md's grader tests 2-4; test 1 is nbval on notebooks/ itself. A lesson's blank,
+answered and wrong-answer variants run in one kernel, in one pass over its cells
+(notebook_tools.run_exercise_variants), which the toy notebook at the end proves equal to a
+fresh kernel per variant.
 """
+import functools
 import re
 
 import pytest
@@ -9,7 +13,7 @@ import pytest
 from course_lib.exercises import exercises, stale, tags
 
 from answers import REFERENCE, WRONG
-from notebook_tools import LESSONS, ROOT, fill, first_error, read
+from notebook_tools import LESSONS, ROOT, read, run_exercise_variants
 
 NAMES = [path.name for path in LESSONS]
 
@@ -42,32 +46,59 @@ def test_exercise_and_check_cells_hold_no_magics(name):
             assert not re.search(r"^\s*[%!]", cell.source, re.MULTILINE), cell.source
 
 
+INJECTED = [w for w in WRONG if w.inject]
+
+
+@functools.cache
+def exercise_names(name):
+    """The exercises of lesson `name`'s exercise notebook, read once (collection asks often)."""
+    return tuple(e for e, _, _ in exercises(exercise_notebook(name)))
+
+
+def lesson_of(exercise):
+    """The lesson whose exercise notebook holds `exercise`."""
+    return next(n for n in NAMES if exercise in exercise_names(n))
+
+
+_RUNS = {}
+
+
+def variants_of(name):
+    """The first error of each variant of lesson `name`'s exercise notebook: blank, answered
+    with the reference answers, and each injected wrong answer (run_exercise_variants: one
+    kernel a lesson, one pass over its cells, the same first errors as a fresh kernel each).
+    Computed once per test process: make test's --dist loadfile runs this whole file in one."""
+    if name not in _RUNS:
+        wrong = {(w.exercise, w.name): w.body for w in INJECTED if lesson_of(w.exercise) == name}
+        try:
+            _RUNS[name] = run_exercise_variants(exercise_notebook(name), REFERENCE, wrong)
+        except Exception as exc:  # every test of the lesson reports it, none reruns the lesson
+            _RUNS[name] = exc
+    if isinstance(_RUNS[name], Exception):
+        raise _RUNS[name]
+    return _RUNS[name]
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_blank_notebook_fails_first_at_its_first_check(name):
-    nb = exercise_notebook(name)
-    found = exercises(nb)
+    found = exercises(exercise_notebook(name))
     assert found, f"{name} has no exercises"
     first_name, _, first_check = found[0]
-    index, ename, evalue = first_error(nb)
+    index, ename, evalue = variants_of(name)["blank"]
     assert (index, ename) == (first_check, "NotImplementedError")
     assert f"Exercise '{first_name}'" in evalue
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_passes_with_the_reference_answers(name):
-    nb = fill(exercise_notebook(name), REFERENCE)
-    assert first_error(nb) is None
-
-
-INJECTED = [w for w in WRONG if w.inject]
+    assert variants_of(name)["reference"] is None
 
 
 @pytest.mark.parametrize("wrong", INJECTED, ids=lambda w: f"{w.exercise}-{w.name}")
 def test_injected_wrong_answer_fails_at_its_check_with_its_hint(wrong):
-    name = next(n for n in NAMES if wrong.exercise in [e for e, _, _ in exercises(exercise_notebook(n))])
-    nb = fill(exercise_notebook(name), {**REFERENCE, wrong.exercise: wrong.body})
+    nb = exercise_notebook(lesson_of(wrong.exercise))
     check = next(j for e, _, j in exercises(nb) if e == wrong.exercise)
-    index, ename, evalue = first_error(nb)
+    index, ename, evalue = variants_of(lesson_of(wrong.exercise))[(wrong.exercise, wrong.name)]
     assert (index, ename) == (check, "AssertionError")
     assert wrong.hint in evalue
 
@@ -99,3 +130,61 @@ def test_code_fits_a_laptop_window(name):
     long = [(number, line) for number, cell in enumerate(read(ROOT / "notebooks" / name).cells)
             if cell.cell_type == "code" for line in cell.source.splitlines() if len(line) > 100]
     assert not long, f"{name}: code lines over 100 characters (cell, line): {long[:3]}"
+
+
+def _toy_exercise_notebook():
+    """Two exercises with their checks, a cell between them that uses the first answer, and a
+    cell after the last that a wrong first answer would break."""
+    import nbformat
+
+    def code(source, *tag):
+        return nbformat.v4.new_code_cell(source, metadata={"tags": list(tag)})
+    checks = ("def check_double(f):\n"
+              "    assert f(2) == 4, 'double: multiply by 2'\n"
+              "def check_halve(f):\n"
+              "    assert f(4) == 2, 'halve: divide by 2'\n"
+              "LOG = []\n")
+    cells = [nbformat.v4.new_markdown_cell("# A toy lesson"), code(checks),
+             code("def double(x):\n    " + stub_of("double"), "exercise"),
+             code("check_double(double)", "check"),
+             code("LOG.append(double(5))"),
+             code("def halve(x):\n    " + stub_of("halve"), "exercise"),
+             code("check_halve(halve)", "check"),
+             code("assert LOG == [10], LOG")]
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+def stub_of(name):
+    from course_lib.exercises import stub
+    return stub(name)
+
+
+def test_one_kernel_run_finds_the_first_errors_of_separate_runs(tmp_path):
+    """run_exercise_variants against a fresh kernel per variant (notebook_tools.first_error):
+    the blank, the reference, a wrong answer at each exercise, one that fails in its own cell,
+    and one that reaches its check only after the reference run has stopped."""
+    from notebook_tools import fill, first_error
+    nb = _toy_exercise_notebook()
+    reference = {"double": "return 2 * x", "halve": "return x // 2"}
+    wrong = {("double", "adds"): "return x + 3",             # fails its check
+             ("double", "broken"): "return undefined_name",  # fails in the check's call
+             ("halve", "keeps"): "return x",
+             ("halve", "syntax"): "return (x"}
+    shared = run_exercise_variants(nb, reference, wrong, cwd=tmp_path, timeout=60)
+    separate = {"blank": first_error(nb, cwd=tmp_path, timeout=60),
+                "reference": first_error(fill(nb, reference), cwd=tmp_path, timeout=60)}
+    for (exercise, name), body in wrong.items():
+        separate[(exercise, name)] = first_error(fill(nb, {**reference, exercise: body}),
+                                                 cwd=tmp_path, timeout=60)
+    assert shared == separate
+    assert shared["reference"] is None
+    assert shared["blank"][:2] == (3, "NotImplementedError")
+    assert shared[("double", "adds")][:2] == (3, "AssertionError")
+    assert shared[("double", "broken")][:2] == (3, "NameError")
+    assert shared[("halve", "keeps")][:2] == (6, "AssertionError")
+    assert shared[("halve", "syntax")][:2] == (5, "SyntaxError")
+    # a reference answer that breaks: the variants after it never reach their checks
+    broken = run_exercise_variants(nb, {**reference, "double": "return 2 * x + 1"},
+                                   {("halve", "keeps"): "return x"}, cwd=tmp_path, timeout=60)
+    assert broken["reference"][:2] == (3, "AssertionError")
+    assert broken[("halve", "keeps")] == broken["reference"]

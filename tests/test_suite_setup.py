@@ -15,9 +15,59 @@ def test_nbval_cells_wait_patiently_for_output():
     cell = object.__new__(plugin.IPyNbCell)  # an nbval cell item, as collected from a notebook
     cell.output_timeout = 5                  # nbval's fixed default
     other = object()                         # any other test item is left alone
-    root_conftest.pytest_collection_modifyitems([cell, other])
+    root_conftest.wait_patiently([cell, other])
     assert cell.output_timeout == root_conftest.NBVAL_OUTPUT_TIMEOUT >= 60
     assert not hasattr(other, "output_timeout")
+
+
+def _root_conftest():
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_lesson_weighs_its_stated_run_time_in_the_run_order():
+    """The heaviest groups go first: each lesson's nbval run and its browser run weigh its
+    stated run time, which conftest.py must be able to read from every lesson."""
+    conftest = _root_conftest()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        stated = conftest.stated_seconds(path)
+        assert stated > 0, f"conftest.py reads no run time from {path.name}"
+        assert conftest.group_weight(f"notebooks/{path.name}") == stated
+        assert conftest.group_weight(f"browser-{path.name}") == stated
+    assert conftest.group_weight("tests/test_attention.py") == 0
+    for name, seconds in conftest.HEAVY_FILES.items():
+        assert (ROOT / name).is_file() and conftest.group_weight(name) == seconds > 0
+
+
+class _Item:
+    """What group_and_order reads of a collected test: its file, its marks."""
+
+    def __init__(self, name, path, group=None):
+        self.name, self.path = name, path
+        self.marks = [pytest.mark.xdist_group(group).mark] if group else []
+
+    def get_closest_marker(self, name):
+        return next((m for m in self.marks if m.name == name), None)
+
+    def add_marker(self, mark):
+        self.marks.append(mark.mark)
+
+
+def test_suite_runs_in_groups_longest_first(monkeypatch):
+    """Every test gets an xdist group: its file's, or the one it names; heaviest groups first,
+    each group's tests in their collected order."""
+    conftest = _root_conftest()
+    monkeypatch.setattr(conftest, "HEAVY_FILES", {"tests/test_b.py": 5, "mine": 9})
+    a, b = ROOT / "tests" / "test_a.py", ROOT / "tests" / "test_b.py"
+    items = [_Item("a1", a), _Item("b1", b), _Item("a2", a), _Item("m1", b, group="mine"),
+             _Item("nb", ROOT / "notebooks" / "06_training.ipynb")]
+    conftest.group_and_order(items)
+    assert [i.name for i in items] == ["nb", "m1", "b1", "a1", "a2"]
+    assert [conftest.group_of(i) for i in items] == [
+        "notebooks/06_training.ipynb", "mine", "tests/test_b.py", "tests/test_a.py",
+        "tests/test_a.py"]
 
 
 def test_make_lab_opens_the_learners_working_copy():

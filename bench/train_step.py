@@ -1,0 +1,168 @@
+"""Where a training step of `--preset cpu` spends its time: the step, and variants of it.
+
+    OMP_NUM_THREADS=1 python bench/train_step.py              # one JSON object
+    OMP_NUM_THREADS=1 python bench/train_step.py --profile    # and torch.profiler's table
+
+The step is the preset's (course_lib.training.cpu_preset("float32"): a 4 x 128 RoPE TinyLM,
+batch 24 x 64, AdamW's foreach update): forward, loss, backward, clipping, update, as
+course_lib.training.train runs it. Each variant changes one part:
+
+    rope_seven_ops     RoPE as apply_rope computed it before: the even and odd halves rotated
+                       separately and stacked (seven operations on x; now four, same numbers)
+    learned_positions  a position table instead of RoPE: what RoPE costs at all
+    adamw_fused        AdamW's fused kernel instead of foreach
+    attention_math     attention through torch's plain (math) kernel instead of the fused one
+    gelu_tanh          the tanh approximation of GELU (GPT-2's) instead of the exact one
+
+It also times apply_rope alone, forward and backward, at the shape the step gives it (q of
+(24, 4, 64, 32)), now and in the seven-operation form, in turns, by CPU time.
+
+The variants run in turns, one step each, for --rounds rounds, and each step is timed by
+the CPU time of this process (time.process_time), so other work on a shared machine slows
+the figures less than it does wall time; the medians are compared. The machine and its load
+are printed with them.
+"""
+import argparse
+import contextlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from course_lib import attention  # noqa: E402
+from course_lib.model import TinyLM  # noqa: E402
+from course_lib.positions import pair_frequencies  # noqa: E402
+from course_lib.training import configure_optimizer, cpu_preset, next_token_loss  # noqa: E402
+
+
+def rope_seven_ops(x, positions, base=10000.0):
+    """apply_rope as it was: the halves rotated separately, then stacked (the same numbers)."""
+    D = x.shape[-1]
+    freqs = pair_frequencies(D, base, device=x.device, dtype=torch.float32)  # (D / 2,)
+    angles = positions.to(torch.float32)[:, None] * freqs                  # (T, D / 2)
+    cos, sin = torch.cos(angles), torch.sin(angles)
+    even, odd = x[..., 0::2], x[..., 1::2]                                 # (..., T, D / 2)
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+
+
+def _math_attention(q, k, v, causal):
+    with sdpa_kernel(SDPBackend.MATH):
+        return _fused(q, k, v, causal)
+
+
+_fused = attention._fused_attention
+
+
+@contextlib.contextmanager
+def patched(module, name, value):
+    old = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, old)
+
+
+def make_step(model_config, cfg, seed=0):
+    """A closure that runs one training step of a fresh model; the same batch every time."""
+    torch.manual_seed(seed)
+    model = TinyLM(model_config)
+    opt = configure_optimizer(model, cfg)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, 256, (cfg.batch_size, cfg.block_size), generator=g)
+    y = torch.randint(0, 256, (cfg.batch_size, cfg.block_size), generator=g)
+
+    def step():
+        loss = next_token_loss(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        return loss.item()
+    return step
+
+
+def variants():
+    """name -> (ModelConfig, TrainConfig, context manager factory)."""
+    _, mc, cfg, _ = cpu_preset("float32")
+    none = contextlib.nullcontext
+    return {
+        "preset": (mc, cfg, none),
+        "rope_seven_ops": (mc, cfg, lambda: patched(attention, "apply_rope", rope_seven_ops)),
+        "learned_positions": (replace(mc, positions="learned"), cfg, none),
+        "adamw_fused": (mc, replace(cfg, adamw="fused"), none),
+        "attention_math": (mc, cfg, lambda: patched(attention, "_fused_attention",
+                                                     _math_attention)),
+        "gelu_tanh": (replace(mc, gelu_approx="tanh"), cfg, none),
+    }
+
+
+def rope_calls(rounds=200):
+    """Median CPU ms of apply_rope forward and backward on q's shape: now, and the old form."""
+    from course_lib.positions import apply_rope
+    x = torch.randn(24, 4, 64, 32, requires_grad=True)
+    grad, positions = torch.randn(24, 4, 64, 32), torch.arange(64)
+    times = {"now": [], "seven_ops": []}
+    for _ in range(rounds):
+        for name, f in (("now", apply_rope), ("seven_ops", rope_seven_ops)):
+            start = time.process_time()
+            f(x, positions).backward(grad)
+            times[name].append(time.process_time() - start)
+    assert torch.equal(apply_rope(x, positions), rope_seven_ops(x, positions))
+    return {name: round(1e3 * statistics.median(t), 3) for name, t in times.items()}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=15, help="timed steps of each (default 15)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps of each first")
+    p.add_argument("--profile", action="store_true", help="print the preset step's profile")
+    args = p.parse_args(argv)
+    load_before = os.getloadavg()
+    found = variants()
+    steps = {}
+    for name, (mc, cfg, context) in found.items():
+        steps[name] = make_step(mc, cfg)
+        with context():
+            for _ in range(args.warmup):
+                steps[name]()
+    times = {name: [] for name in found}
+    for _ in range(args.rounds):
+        for name, (_, _, context) in found.items():
+            with context():
+                start = time.process_time()
+                steps[name]()
+                times[name].append(time.process_time() - start)
+    base = statistics.median(times["preset"])
+    _, _, cfg, _ = cpu_preset("float32")
+    result = dict(
+        machine=dict(cpu=platform.processor() or platform.machine(), logical_cpus=os.cpu_count(),
+                     torch=torch.__version__, threads=torch.get_num_threads(),
+                     load_average_before=[round(x, 2) for x in load_before],
+                     load_average_after=[round(x, 2) for x in os.getloadavg()]),
+        tokens_per_step=cfg.batch_size * cfg.block_size, rounds=args.rounds,
+        cpu_ms_per_step={name: round(1e3 * statistics.median(t), 1) for name, t in times.items()},
+        against_the_preset={name: round(statistics.median(t) / base, 3)
+                            for name, t in times.items()},
+        apply_rope_cpu_ms_forward_and_backward=rope_calls())
+    print(json.dumps(result, indent=2))
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(5):
+                steps["preset"]()
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
