@@ -64,7 +64,8 @@ def test_each_copy_says_under_its_title_which_copy_it_is(path):
 # --- Every figure described in words beside it ----------------------------------------------
 # The rule a maintainer follows: a code cell that shows a figure has, in the markdown cell just
 # before it or just after it, a sentence that begins "The figure" ("The figures" for a cell that
-# draws several) and quotes at least one number that the figure's own cell prints. A screen
+# draws several) which, with the sentence after it, quotes at least one number that the figure's
+# own cell prints (so: print the number that matters in the figure's cell, and quote it). A screen
 # reader, or a reader who skips the picture, gets what it shows and the number that matters,
 # and the number is the computed one, printed beside the picture.
 FIGURE_SENTENCE = re.compile(r"^The figures? ")
@@ -89,15 +90,18 @@ def _sentences(markdown):
 
 
 def figure_descriptions(cells):
-    """(figure cell index, the describing sentences found beside it, numbers it printed)."""
+    """(figure cell index, each describing sentence beside it with the next, numbers it printed)."""
     found = []
     for i, cell in enumerate(cells):
         if not any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
             continue
         beside = [cells[j] for j in (i - 1, i + 1)
                   if 0 <= j < len(cells) and cells[j]["cell_type"] == "markdown"]
-        sentences = [s for c in beside for s in _sentences("".join(c["source"]))
-                     if FIGURE_SENTENCE.match(s)]
+        sentences = []
+        for c in beside:
+            said = _sentences("".join(c["source"]))
+            sentences += [" ".join(said[k:k + 2]) for k, s in enumerate(said)
+                          if FIGURE_SENTENCE.match(s)]      # the sentence and the one after it
         found.append((i, sentences, _numbers(_printed(cell))))
     return found
 
