@@ -264,7 +264,9 @@ def heading_anchor(heading):
 def exercise_headings(nb):
     """(markdown cell index, heading line, exercise name) for each exercise's heading.
 
-    An exercise's heading is the last markdown heading that says "Exercise" before its cell.
+    An exercise's heading is the last markdown heading that says "Exercise" before its cell and
+    after the exercise before it; an exercise without one is left out (the lessons' tests require
+    one for every exercise).
     """
     found, heading = [], None
     names = {i: name for name, i, _ in exercises(nb)}
@@ -274,10 +276,8 @@ def exercise_headings(nb):
             if lines:
                 heading = (i, lines[-1])
         elif i in names:
-            if heading is None:
-                raise ValueError(f"exercise '{names[i]}' (cell {i}) has no heading with the word "
-                                 f"'Exercise' before it")
-            found.append((*heading, names[i]))
+            if heading is not None:
+                found.append((*heading, names[i]))
             heading = None
     return found
 
