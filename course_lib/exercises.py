@@ -241,12 +241,66 @@ WORKING_NOTE = ("> **Your working copy.** The exercises here are blank: write ea
                 "solution. The solved lesson is [`notebooks/{name}`](../notebooks/{name}).")
 
 
+# The line under each exercise's heading that says where its solution lives: in notebooks/ that
+# the cell below is the solution; in exercises/ a link to the solved lesson at this heading.
+SOLVED_EXERCISE_NOTE = ("> **Solved here:** the code of `{name}` below is the solution. To write "
+                        "it yourself, open [this exercise in your working copy]"
+                        "(../exercises/{lesson}#{anchor}).")
+WORKING_EXERCISE_NOTE = ("> **The solution** of `{name}` is in [the solved lesson]"
+                         "(../notebooks/{lesson}#{anchor}), or in a new cell here: "
+                         "`from course_lib.checks import solution` and then "
+                         "`solution(\"{name}\")`.")
+EXERCISE_HEADING = re.compile(r"^#{2,4} .*\bExercise\b.*$", re.MULTILINE)
+
+
+def heading_anchor(heading):
+    """The fragment JupyterLab gives a markdown heading: its text, spaces made dashes."""
+    text = heading.lstrip("#").strip()
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)   # a link shows its text
+    text = re.sub(r"[`*]", "", text)                          # code and emphasis marks
+    return text.replace(" ", "-")
+
+
+def exercise_headings(nb):
+    """(markdown cell index, heading line, exercise name) for each exercise's heading.
+
+    An exercise's heading is the last markdown heading that says "Exercise" before its cell and
+    after the exercise before it; an exercise without one is left out (the lessons' tests require
+    one for every exercise).
+    """
+    found, heading = [], None
+    names = {i: name for name, i, _ in exercises(nb)}
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            lines = EXERCISE_HEADING.findall(cell.source)
+            if lines:
+                heading = (i, lines[-1])
+        elif i in names:
+            if heading is not None:
+                found.append((*heading, names[i]))
+            heading = None
+    return found
+
+
+def exercise_notes(nb, lesson):
+    """(markdown cell index, heading, solved note, working note) for each exercise of a lesson."""
+    notes = []
+    for i, heading, name in exercise_headings(nb):
+        fields = dict(name=name, lesson=lesson, anchor=heading_anchor(heading))
+        notes.append((i, heading, SOLVED_EXERCISE_NOTE.format(**fields),
+                      WORKING_EXERCISE_NOTE.format(**fields)))
+    return notes
+
+
 def working_copy(nb, name):
-    """The blanked lesson, its title's note saying that it is the learner's copy."""
+    """The blanked lesson; its title's note and its exercises' notes say it is the learner's copy."""
+    notes = exercise_notes(nb, name)
     nb = blank(nb)
     solved, working = SOLVED_NOTE.format(name=name), WORKING_NOTE.format(name=name)
     if nb.cells and nb.cells[0].cell_type == "markdown":
         nb.cells[0].source = nb.cells[0].source.replace(solved, working)
+    for i, _, solved, working in notes:
+        nb.cells[i].source = nb.cells[i].source.replace(solved, working)
     return nb
 
 

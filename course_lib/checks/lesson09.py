@@ -426,8 +426,8 @@ QUESTIONS = {
         after="## 5. The roofline: compute or bandwidth?",
         choices={
             "a": ("the arithmetic: FLOPs per token over the matmul peak",
-                  "compute alone would have taken about a millisecond per token, many times "
-                  "less than measured: at half a FLOP per byte the arithmetic units wait."),
+                  "the cell printed what compute alone would take, several times less than "
+                  "the measured step: at half a FLOP per byte the arithmetic units wait."),
             "b": ("reading every weight from memory once per token: bytes over bandwidth",
                   "decode at batch 1 does about half a FLOP per byte of weights, far below "
                   "the machine's balance point; the time predicted from bandwidth was within "
@@ -441,7 +441,7 @@ QUESTIONS = {
         },
         right="b"),
     "09-tiled": Choice(
-        prompt="Tiled attention with an online softmax (exercise 2) against the naive version "
+        prompt="Tiled attention with an online softmax (exercise 3) against the naive version "
                "at the same T: what does it change?",
         after="## 4. The FlashAttention idea: softmax one block at a time",
         choices={
