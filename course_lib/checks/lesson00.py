@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from course_lib import data
-from course_lib.checks.core import Checker, checker, pair
+from course_lib.checks.core import Checker, checker, pair, seed
 
 # next_byte_loss is the learner's own: these compute it whole, by whatever route they are reached.
 _LOSS_FUNCTIONS = {"F.cross_entropy": F.cross_entropy, "F.nll_loss": F.nll_loss,
@@ -136,7 +136,7 @@ def check_next_byte_loss(fn):
     """
     __tracebackhide__ = True
     c = Checker("next_byte_loss", fn, forbidden=_LOSS_FUNCTIONS)
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator().manual_seed(seed(0))
     batch_hint = ("for a batch, logits (B, T, V) and targets (B, T): take log-probabilities "
                   "along the last axis and gather with targets[..., None], or flatten both "
                   "first (logits.reshape(-1, V), targets.reshape(-1))")

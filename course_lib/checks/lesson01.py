@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from course_lib import attention as ref
-from course_lib.checks.core import Checker, checker, matches, pair, random_qkv
+from course_lib.checks.core import Checker, checker, matches, pair, random_qkv, seed
 
 # The course's own versions, and torch's, of what these exercises ask the learner to write.
 SOFTMAXES = {"course_lib's softmax (ref.softmax)": ref.softmax, "torch.softmax": torch.softmax,
@@ -217,10 +217,10 @@ def check_attention(fn):
     q = np.array([[1.0, 0.0]])
     run(q, _KEYS, _VALUES, "the lesson's example: q = [[1, 0]], keys and values from the lesson")
 
-    q, k, v = random_qkv(0, T=2, S=5, D=3, Dv=4)
+    q, k, v = random_qkv(seed(0), T=2, S=5, D=3, Dv=4)
     run(q, k, v, "random q (2, 3), k (5, 3), v (5, 4)")
 
-    q, k, v = random_qkv(1, T=4, S=4, D=3, Dv=2)
+    q, k, v = random_qkv(seed(1), T=4, S=4, D=3, Dv=2)
     mask = ref.causal_mask(4)
     masked = "random q (4, 3), k (4, 3), v (4, 2) with mask=causal_mask(4)"
     result = c.call(q, k, v, mask=mask, case=masked,
@@ -234,23 +234,23 @@ def check_attention(fn):
                     "scores + mask, where mask holds 0 or -inf")
     run(q, k, v, masked, mask=mask)
 
-    q, k, v = random_qkv(2, T=3, S=5, D=4, Dv=2, lead=(2,))
+    q, k, v = random_qkv(seed(2), T=3, S=5, D=4, Dv=2, lead=(2,))
     run(q, k, v, "a batch: q (2, 3, 4), k (2, 5, 4), v (2, 5, 2)",
         crash_hint="work on the last two axes only: np.swapaxes(k, -1, -2) rather than k.T, "
                    "which also reverses the batch axes")
 
-    q, k, v = random_qkv(3, T=2, S=3, D=2, Dv=2)
+    q, k, v = random_qkv(seed(3), T=2, S=3, D=2, Dv=2)
     run(q * 100, k * 100, v, "large scores: q and k scaled by 100")
 
-    q, k, v = random_qkv(4, T=6, S=2, D=3, Dv=4)
+    q, k, v = random_qkv(seed(4), T=6, S=2, D=3, Dv=4)
     run(q, k, v, "more queries than keys: q (6, 3), k (2, 3), v (2, 4)")
 
-    q, k, v = random_qkv(5, T=9, S=12, D=6, Dv=3, lead=(2, 3))
+    q, k, v = random_qkv(seed(5), T=9, S=12, D=6, Dv=3, lead=(2, 3))
     run(q, k, v, "longer and two batch axes: q (2, 3, 9, 6), k (2, 3, 12, 6), v (2, 3, 12, 3)",
         crash_hint="work on the last two axes only: np.swapaxes(k, -1, -2), and nothing that "
                    "assumes a length or a number of batch axes")
 
-    q, k, v = random_qkv(6, T=11, S=11, D=5, Dv=2, lead=(3,))
+    q, k, v = random_qkv(seed(6), T=11, S=11, D=5, Dv=2, lead=(3,))
     run(q, k, v, "a batch with one mask for all: q, k (3, 11, 5), v (3, 11, 2), "
         "mask=causal_mask(11)", mask=ref.causal_mask(11),
         crash_hint="add the (T, S) mask to the (..., T, S) scores: it broadcasts over the batch")
@@ -266,7 +266,7 @@ def check_attention_steps(fn):
     """
     __tracebackhide__ = True
     c = Checker("attention_steps", fn, forbidden={**SOFTMAXES, **ATTENTIONS})
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed(0))
     cases = [
         (np.array([1.0, 0.0]), _KEYS, _VALUES, "q = [1, 0] with the lesson's keys and values"),
         (np.array([0.0, 1.0]), _KEYS, _VALUES, "q = [0, 1] with the lesson's keys and values"),

@@ -2,7 +2,7 @@
 import numpy as np
 
 from course_lib import attention as ref
-from course_lib.checks.core import Checker, checker, pair, random_qkv
+from course_lib.checks.core import Checker, checker, pair, random_qkv, seed
 from course_lib.checks.lesson01 import ATTENTIONS, attention_hint, swapped
 
 _TABLE = ("build the mask from T on every call: a table of fixed size, sliced with [:T, :T], is "
@@ -68,7 +68,7 @@ def check_masked_attention(fn):
     """
     __tracebackhide__ = True
     c = Checker("masked_attention", fn, forbidden=ATTENTIONS)
-    q, k, v = random_qkv(0, T=4, S=4, D=3, Dv=2)
+    q, k, v = random_qkv(seed(0), T=4, S=4, D=3, Dv=2)
     case = "random q (4, 3), k (4, 3), v (4, 2)"
     shapes = ("the mask must be (T, T) with T = q.shape[-2], the number of positions; print the "
               "shapes of your scores and mask")
@@ -107,7 +107,7 @@ def check_masked_attention(fn):
             hint="changing the last token must not change any earlier output: no position "
                  "may see the future")
 
-    q, k, v = random_qkv(1, T=3, S=3, D=4, Dv=5, lead=(2,))
+    q, k, v = random_qkv(seed(1), T=3, S=3, D=4, Dv=5, lead=(2,))
     case = "a batch: q (2, 3, 4), k (2, 3, 4), v (2, 3, 5)"
     batch_hint = ("work on the last two axes only: np.swapaxes(k, -1, -2) rather than k.T, "
                   "and take T from q.shape[-2], so the (T, T) mask broadcasts over the batch")
@@ -116,8 +116,8 @@ def check_masked_attention(fn):
     c.close(c.array(out, "output", case), want_out, "output", case, hint=batch_hint,
             input_dtype=q.dtype)
 
-    for seed, T, lead in ((2, 12, (3,)), (3, 130, ())):
-        q, k, v = random_qkv(seed, T=T, S=T, D=4, Dv=3, lead=lead)
+    for n, T, lead in ((2, 12, (3,)), (3, 130, ())):
+        q, k, v = random_qkv(seed(n), T=T, S=T, D=4, Dv=3, lead=lead)
         case = (f"a longer sequence: q, k {(*lead, T, 4)}, v {(*lead, T, 3)}, longer than any "
                 f"example before it")
         out, w = pair(c, c.call(q, k, v, case=case, crash_hint=_TABLE), case, "output, weights")
@@ -205,7 +205,9 @@ def check_future_leak(fn):
     """
     __tracebackhide__ = True
     c = Checker("future_leak", fn)
-    x = np.random.default_rng(0).normal(size=(6, 5))   # T = 6 positions, C = 5 features
+    # T = 6 positions, C = 16 features: so many that a random change of a row keeps the
+    # order of its features (which _order_ahead reads) about once in a million draws or less
+    x = np.random.default_rng(seed(0)).normal(size=(6, 16))
     cases = [
         (_prefix_mean, 3, "a causal layer (row t is the mean of rows 0..t)"),
         (_whole_mean, 3, "a layer that mixes in the mean of all rows"),
@@ -218,7 +220,7 @@ def check_future_leak(fn):
         (_prefix_mean, 6, "the causal layer with k = T = 6"),
     ]
     for layer, k, what in cases:
-        case = f"future_leak(layer, x, k={k}), x of shape (6, 5), {what}"
+        case = f"future_leak(layer, x, k={k}), x of shape {x.shape}, {what}"
         got = c.call(layer, x, k, case=case,
                      none_hint="end with `return` and the array of k booleans")
         want = _leaks(layer, x, k)
@@ -230,8 +232,12 @@ def check_future_leak(fn):
     c.done()
 
 
-def _leaks(layer, x, k, change=None):
-    return np.any(layer(x)[:k] != layer(_perturbed(x, k, change))[:k], axis=-1)
+def _leaks(layer, x, k):
+    """Which positions t < k see a change of x[k:]: by random amounts, or by reversing the
+    order of each row's features (negating them), a change no layer here can miss."""
+    seen = layer(x)[:k]
+    random, negated = layer(_perturbed(x, k))[:k], layer(_perturbed(x, k, -2 * x[k:]))[:k]
+    return np.any(seen != random, axis=-1) | np.any(seen != negated, axis=-1)
 
 
 def _booleans(c, got, k, shape, case):

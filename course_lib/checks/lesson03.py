@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from course_lib import attention as ref
-from course_lib.checks.core import Checker, Watch, checker, gradients_flow, matches, torch_error
+from course_lib.checks.core import Checker, backward, checker, gradients_flow, matches, probe, seed
+from course_lib.checks.lesson04 import observed_call
 
 # The course's own versions, and torch's, of what the exercises ask for.
 _SPLIT = {"course_lib's split_heads (ref.split_heads)": ref.split_heads}
@@ -30,24 +31,15 @@ _DTYPE_HINT = ("keep the input's dtype, float32: a tensor made from NumPy (torch
 
 
 def _call(c, *args, case, crash_hint):
-    """c.call, with the float64/float32 clash named when that is what crashed."""
+    """c.call (a forbidden function named, an input changed in place or a None caught), with
+    the float64/float32 clash named when that is what crashed."""
     __tracebackhide__ = True
-    c.last_case = case
-    watch = Watch(c.forbidden)
-    try:
-        with watch:
-            result = c.fn(*args)
-    except NotImplementedError:
-        raise
-    except Exception as e:  # the learner's bug, reported as feedback rather than a traceback
-        message = str(e)
+    result, seen = observed_call(c, *args, case=case, catch=True)
+    if seen["raised"] is not None:  # the learner's bug, reported as feedback rather than a traceback
+        kind, message = seen["raised"]
         clash = any(word in message for word in ("Double", "double", "float64"))
-        c.fail(f"your function raised {type(e).__name__}: {e}", case=case,
+        c.fail(f"your function raised {kind}: {message}", case=case,
                hint=_DTYPE_HINT if clash else crash_hint)
-    if watch.called:
-        c.fail(f"your function calls {watch.called}, which this exercise asks you not to use",
-               case=case, hint=f"build it from tensor operations, as the exercise describes: "
-                               f"{watch.called} does the whole job")
     return result
 
 
@@ -111,13 +103,14 @@ def _gradient(c, fn, x, *args, case, want_grad):
     out = c.call(x, *args, case=case)
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         c.fail("no gradient flows back through your function", case=case, hint=_GRAD_HINT)
-    weight = torch.arange(out.numel(), dtype=out.dtype).reshape(out.shape)
-    try:
-        (out * weight).sum().backward()
-    except Exception as e:  # the learner's graph, reported as feedback rather than a traceback
-        c.fail(f"the backward pass through your function failed: {type(e).__name__}: "
-               f"{torch_error(e)}", case=case, hint=_GRAD_HINT)
-    if x.grad is None or not torch.equal(x.grad, want_grad):
+    weight = torch.arange(out.numel(), dtype=torch.float64).reshape(out.shape)
+    seen = probe(f"the backward pass for {case}", lambda: backward(out, [x], weight))
+    if "raised" in seen:
+        c.fail(f"the backward pass through your function failed: {seen['raised']}", case=case,
+               hint=_GRAD_HINT)
+    grad = seen["grads"][0]
+    if not (isinstance(grad, torch.Tensor) and grad.shape == want_grad.shape
+            and torch.equal(grad.to(want_grad.dtype), want_grad)):
         c.fail("the gradient that reaches x is not right", case=case, hint=_GRAD_HINT)
     c.ok()
 
@@ -206,7 +199,7 @@ def check_merge_heads(fn):
         c.close(got, ref.merge_heads(y).double().numpy(), "the result", case,
                 hint=merge_hint(y, got) or "transpose(1, 2) to (B, T, H, D), then reshape to (B, T, H * D)")
 
-    x = torch.randn(2, 3, 20, generator=torch.Generator().manual_seed(3))
+    x = torch.randn(2, 3, 20, generator=torch.Generator().manual_seed(seed(3)))
     case = "merge_heads(split_heads(x, 4)) for a random x of shape (2, 3, 20)"
     got = _tensor(c, c.call(ref.split_heads(x, 4), case=case, crash_hint=crash), "the result", case)
     c.close(got, x.double().numpy(), "the round trip", case,
@@ -276,10 +269,10 @@ def mha_hint(x, w_qkv, w_proj, H, got):
     return None
 
 
-def _weights(seed, B, T, H, D):
-    """Seeded float32 x (B, T, C), w_qkv (3C, C), w_proj (C, C), scaled so the softmax is neither flat nor one-hot."""
+def _weights(n, B, T, H, D):
+    """Float32 x (B, T, C), w_qkv (3C, C), w_proj (C, C) drawn from seed(n), scaled so the softmax is neither flat nor one-hot."""
     C = H * D
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(seed(n))
     x = torch.randn(B, T, C, generator=g)
     w_qkv = torch.randn(3 * C, C, generator=g) * 1.5 / math.sqrt(C)
     w_proj = torch.randn(C, C, generator=g) / math.sqrt(C)
@@ -334,9 +327,9 @@ def check_multi_head_attention(fn):
     crash = ("w_qkv is (3C, C) in nn.Linear's convention: x @ w_qkv.T gives (B, T, 3C); cut it "
              "into q, k, v with .chunk(3, dim=-1), split each into heads (B, H, T, D), and print "
              "the shapes as you go")
-    for seed, (B, T, H, D) in enumerate(((2, 5, 3, 4), (1, 7, 2, 3), (3, 4, 1, 6), (2, 11, 2, 4))):
+    for n, (B, T, H, D) in enumerate(((2, 5, 3, 4), (1, 7, 2, 3), (3, 4, 1, 6), (2, 11, 2, 4))):
         C = H * D
-        x, w_qkv, w_proj = _weights(seed, B, T, H, D)
+        x, w_qkv, w_proj = _weights(n, B, T, H, D)
         case = (f"random x ({B}, {T}, {C}), w_qkv ({3 * C}, {C}), w_proj ({C}, {C}), "
                 f"n_heads={H} (so D={D})")
         hint = crash if T <= 8 else ("build the causal mask for this T, torch.full((T, T), "

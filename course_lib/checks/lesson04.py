@@ -1,20 +1,23 @@
 """Checkers for lesson 04, the residual stream.
 
-Also the helpers that lessons 04 to 07 share: `own_messages` (a checker fails only with
+Also the helpers that lessons 03 to 07 share: `own_messages` (a checker fails only with
 its own feedback, never with an error from torch), `watch_calls` (which of the course's
-own functions an answer called) and `python_int`.
+own functions an answer called), `observed_call` (a call of the learner's function that
+also reports what the checker must know of it, in record and replay alike) and `python_int`.
 """
+import contextlib
 import functools
 import inspect
 import numbers
 import sys
+import types
 
 import numpy as np
 import torch
 
 from course_lib.blocks import Block
-from course_lib.checks.core import (HALF, Checker, gradients_flow, matches, name_the_mistake,
-                                    tensor_result, tensors_close)
+from course_lib.checks.core import (HALF, Checker, _message, gradients_flow, matches,
+                                    name_the_mistake, probe, seed, tensor_result, tensors_close)
 from course_lib.costs import approx_params, count_params, param_breakdown
 from course_lib.model import ModelConfig
 
@@ -60,15 +63,65 @@ class watch_calls:
             name = self._codes[frame.f_code]
             if name not in self.called:
                 self.called.append(name)
+        if self._chain is not None:      # a Watch for forbidden functions, outside this one
+            self._chain(frame, event, arg)
 
     def __enter__(self):
         self._before = sys.getprofile()
+        python = isinstance(self._before, (types.FunctionType, types.MethodType))
+        self._chain = self._before if python else None
         sys.setprofile(self._profile)
         return self
 
     def __exit__(self, *exc):
         sys.setprofile(self._before)
         return False
+
+
+def observed_call(c, *args, case, watch=(), observe=None, catch=False, none_hint=None,
+                  crash_hint=None, mutable=(), **kwargs):
+    """c.call(*args, **kwargs), observing inside its probe what else the checker must know of
+    the call, so that a replay knows it too. Returns (result, seen):
+
+    - seen["called"]: the names of the functions in `watch` that ran during the call;
+    - seen["observed"]: observe() (plain data), run after the call, or after its crash;
+    - seen["raised"]: with catch=True, (type name, message) of what the learner's function
+      raised, for the caller to diagnose after what `observe` saw (the result is then None);
+      without catch, a crash is c.call's own feedback. None otherwise.
+
+    A None result fails as c.call fails it, with `none_hint`.
+    """
+    __tracebackhide__ = True
+    fn = c.fn
+
+    @functools.wraps(fn)
+    def observed(*a, **k):
+        # runs inside c.call's probe, in place of the learner's function
+        seen = {"result": None, "raised": None, "called": [], "observed": None}
+        with (watch_calls(*watch) if watch else contextlib.nullcontext()) as calls:
+            try:
+                seen["result"] = fn(*a, **k)
+            except NotImplementedError:
+                raise
+            except Exception as e:
+                if not catch:
+                    raise
+                seen["raised"] = (type(e).__name__, _message(e))
+        seen["called"] = list(calls.called) if watch else []
+        if observe is not None:
+            seen["observed"] = observe()
+        return seen
+
+    c.fn = observed
+    try:
+        seen = c.call(*args, case=case, crash_hint=crash_hint, mutable=mutable, **kwargs)
+    finally:
+        c.fn = fn
+    if seen["raised"] is None and seen["result"] is None:
+        c.fail("your function returned None", case=case,
+               hint=none_hint or "finish it with a `return` of the result; a function "
+                                 "without one returns None")
+    return seen["result"], seen
 
 
 def python_int(c, got, case, what, hint):
@@ -100,12 +153,12 @@ def tensor_as_array(c, value, what, case, hint):
     return value.detach().cpu().double().numpy()
 
 
-def _test_block(d_model, n_heads, seed):
+def _test_block(d_model, n_heads, rng_seed):
     """A float64 block whose every parameter is non-trivial: LayerNorm weights far from 1,
-    non-zero biases, weights scaled so each sublayer writes about as much as it reads."""
-    torch.manual_seed(seed)
+    non-zero biases, weights scaled so each sublayer writes about as much as it reads.
+    Drawn from `rng_seed` alone: every parameter is overwritten from its own generator."""
     block = Block(d_model, n_heads).double().eval()
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(rng_seed)
     with torch.no_grad():
         for name, p in block.named_parameters():
             noise = torch.randn(p.shape, generator=gen, dtype=p.dtype)
@@ -180,19 +233,20 @@ def check_block_forward(fn):
     """Check block_forward(x, block): the pre-norm block with both residuals, from its parts."""
     __tracebackhide__ = True
     c = Checker("block_forward", fn)
-    for B, T, C, H, seed in ((2, 5, 8, 2, 0), (3, 4, 12, 3, 1)):
-        block = _test_block(C, H, seed)
-        gen = torch.Generator().manual_seed(100 + seed)
+    for B, T, C, H, n in ((2, 5, 8, 2, 0), (3, 4, 12, 3, 1)):
+        block = _test_block(C, H, seed(n))
+        gen = torch.Generator().manual_seed(seed(100 + n))
         x = torch.randn(B, T, C, generator=gen, dtype=torch.float64) * 2 + 0.5
         case = (f"x of shape (B, T, C) = ({B}, {T}, {C}), a Block({C}, n_heads={H}) with random "
                 f"weights, biases and LayerNorm weights")
         with torch.no_grad():
             variants = {k: v.numpy() for k, v in _block_variants(x, block).items()}
-            with watch_calls(Block.forward, Block.writes) as seen:
-                got = c.call(x, block, case=case, crash_hint=_AXIS_HINT,
-                             none_hint="end with `return x`, the stream after both sublayers")
-        if seen.called:
-            c.fail(f"your function calls the block itself ({', '.join(seen.called)})",
+            got, seen = observed_call(c, x, block, case=case, crash_hint=_AXIS_HINT,
+                                      watch=(Block.forward, Block.writes),
+                                      none_hint="end with `return x`, the stream after both "
+                                                "sublayers")
+        if seen["called"]:
+            c.fail(f"your function calls the block itself ({', '.join(seen['called'])})",
                    case=case, hint=_CALLED_BLOCK)
         c.ok()
         got = tensor_as_array(c, got, "the result", case,
@@ -218,25 +272,37 @@ def _check_gradients(c, fn, x, block, case):
         p.requires_grad_(True)
         p.grad = None
     x = x.clone().requires_grad_(True)
-    out = c.call(x, block, case=case + ", with gradients on", crash_hint=_AXIS_HINT)
-    if not isinstance(out, torch.Tensor) or out.grad_fn is None:
-        c.fail("the result carries no gradient", case=case + ", with gradients on",
+    case = case + ", with gradients on"
+    out = c.call(x, block, case=case, crash_hint=_AXIS_HINT)
+    grads = probe(f"the backward pass for {case}",
+                  lambda: _cut_gradients(out, x, block)) if isinstance(out, torch.Tensor) else {}
+    for p in block.parameters():
+        p.requires_grad_(False)
+    if not grads.get("graph"):
+        c.fail("the result carries no gradient", case=case,
                hint="build the result from the block's parts with ordinary tensor operations: "
                     "no torch.no_grad(), .detach(), .numpy() or .item() inside the function, "
                     "or training could not learn through it")
-    out.pow(2).sum().backward()
-    cut = [name for name, p in block.named_parameters() if p.grad is None or not p.grad.any()]
-    if x.grad is None or not x.grad.any():
-        cut.insert(0, "the input x")
-    for p in block.parameters():
-        p.requires_grad_(False)
+    cut = grads["cut"]
     if cut:
         c.fail("no gradient reaches " + ", ".join(cut[:3]) + ("..." if len(cut) > 3 else ""),
-               case=case + ", with gradients on",
+               case=case,
                hint="something in your function cuts the graph (.detach(), torch.no_grad(), "
                     ".data, a NumPy round trip) or leaves a sublayer out: every weight of the "
                     "block must get a gradient")
     c.ok()
+
+
+def _cut_gradients(out, x, block):
+    """For a probe: whether `out` carries a graph and, after a backward pass through it, what
+    got no gradient (the input x, then the block's parameters by name)."""
+    if out.grad_fn is None:
+        return {"graph": False}
+    out.pow(2).sum().backward()
+    cut = [name for name, p in block.named_parameters() if p.grad is None or not p.grad.any()]
+    if x.grad is None or not x.grad.any():
+        cut.insert(0, "the input x")
+    return {"graph": True, "cut": cut}
 
 
 def _count_mistakes(config):
@@ -276,12 +342,12 @@ def check_count_params(fn):
     """Check count_params(config): the exact number of parameters of TinyLM(config)."""
     __tracebackhide__ = True
     c = Checker("count_params", fn)
-    probe = ModelConfig(vocab_size=50, max_len=7, d_model=24, n_heads=3, n_layers=3)
-    with watch_calls(count_params, param_breakdown) as seen:
-        c.call(probe, case="a small ModelConfig", none_hint="end with `return total`, the count "
-                                                             "as an int")
-    if seen.called:
-        c.fail(f"your function calls course_lib's own count ({', '.join(seen.called)})",
+    small = ModelConfig(vocab_size=50, max_len=7, d_model=24, n_heads=3, n_layers=3)
+    _, seen = observed_call(c, small, case="a small ModelConfig",
+                            watch=(count_params, param_breakdown),
+                            none_hint="end with `return total`, the count as an int")
+    if seen["called"]:
+        c.fail(f"your function calls course_lib's own count ({', '.join(seen['called'])})",
                case="a small ModelConfig",
                hint="count from the config's fields yourself: costs.count_params and "
                     "costs.param_breakdown are the answer key and earn no credit")
@@ -393,7 +459,7 @@ def check_layer_norm(fn):
     __tracebackhide__ = True
     c = Checker("layer_norm", fn)
     formula = "(x - mean) / sqrt(var + eps) * weight + bias, mean and var over the last axis"
-    gen = torch.Generator().manual_seed(4)
+    gen = torch.Generator().manual_seed(seed(4))
     cases = [  # shape, dtype, scale, offset, eps, atol (None: the dtype's own)
         ((2, 3, 6), torch.float32, 0.3, -0.2, 0.5, None),   # a large eps against a small spread
         ((2, 3, 8), torch.float32, 3.0, 1.5, None, None),

@@ -3,8 +3,8 @@ import numpy as np
 import torch
 
 from course_lib import positions as ref
-from course_lib.checks.core import Checker
-from course_lib.checks.lesson04 import own_messages, tensor_as_array, watch_calls
+from course_lib.checks.core import Checker, seed
+from course_lib.checks.lesson04 import observed_call, own_messages, tensor_as_array
 
 
 def _close(value, expected, atol=1e-4, rtol=1e-4):
@@ -61,12 +61,11 @@ def _per_column(T, d):
     return np.where(np.arange(d) % 2 == 0, np.sin(angles), np.cos(angles))
 
 
-def _own_answer(c, fn, args, kwargs, course_fn, case):
+def _own_answer(c, args, kwargs, course_fn, case):
     """Fail if fn(*args) calls course_lib's own answer to this exercise."""
     __tracebackhide__ = True
-    with watch_calls(course_fn) as seen:
-        c.call(*args, case=case, **kwargs)
-    if seen.called:
+    _, seen = observed_call(c, *args, case=case, watch=(course_fn,), **kwargs)
+    if seen["called"]:
         c.fail(f"your function calls course_lib's own {course_fn.__name__}", case=case,
                hint=f"write it yourself: course_lib.positions.{course_fn.__name__} is the answer "
                     f"key and earns no credit")
@@ -78,7 +77,7 @@ def check_sinusoidal_positions(fn):
     """Check sinusoidal_positions(T, d_model) -> (T, d_model) float tensor of sines and cosines."""
     __tracebackhide__ = True
     c = Checker("sinusoidal_positions", fn)
-    _own_answer(c, fn, (3, 4), {}, ref.sinusoidal_positions, "sinusoidal_positions(T=3, d_model=4)")
+    _own_answer(c, (3, 4), {}, ref.sinusoidal_positions, "sinusoidal_positions(T=3, d_model=4)")
     formula = ("PE[pos, 2i] = sin(pos / 10000^(2i/d_model)) and "
                "PE[pos, 2i + 1] = cos(pos / 10000^(2i/d_model)), for i = 0 .. d_model/2 - 1")
     for T, d in ((5, 6), (12, 4), (3, 16), (50, 10)):
@@ -191,8 +190,8 @@ def check_apply_rope(fn):
     """Check apply_rope(x, positions, base=10000.0): interleaved pairs rotated by position."""
     __tracebackhide__ = True
     c = Checker("apply_rope", fn)
-    gen = torch.Generator().manual_seed(5)
-    _own_answer(c, fn, (torch.randn(2, 4, generator=gen), torch.tensor([0, 1])), {},
+    gen = torch.Generator().manual_seed(seed(5))
+    _own_answer(c, (torch.randn(2, 4, generator=gen), torch.tensor([0, 1])), {},
                 ref.apply_rope, "x (T=2, D=4), positions [0, 1]")
     cases = [
         ((5, 6), [0, 1, 2, 3, 4], 10000.0, "x (T=5, D=6), positions [0, 1, 2, 3, 4]"),
@@ -264,7 +263,7 @@ def check_rope_scores(fn):
     """Check rope_scores(q, k, distances, base=10000.0): the RoPE score from the distance alone."""
     __tracebackhide__ = True
     c = Checker("rope_scores", fn)
-    gen = torch.Generator().manual_seed(7)
+    gen = torch.Generator().manual_seed(seed(7))
     formula = ("per pair i (a = 2i, b = 2i + 1) with t = distance * base^(-2i/D): "
                "(q_a k_a + q_b k_b) cos t + (q_b k_a - q_a k_b) sin t, summed over the pairs")
     cases = [

@@ -1,12 +1,11 @@
 """Checkers for lesson 07, KV-cache decoding."""
-import functools
 import math
 
 import torch
 
 from course_lib import generation
-from course_lib.checks.core import Checker
-from course_lib.checks.lesson04 import own_messages, python_int, watch_calls
+from course_lib.checks.core import Checker, seed
+from course_lib.checks.lesson04 import observed_call, own_messages, python_int
 from course_lib.costs import kv_cache_bytes
 from course_lib.model import ModelConfig, TinyLM
 
@@ -17,9 +16,10 @@ def _attend(q, k, v):
     return weights @ v
 
 
-def _case(seed, S_max=8, D=4, length=3):
-    """A preallocated cache of S_max rows: `length` filled, the rest holding stale numbers."""
-    g = torch.Generator().manual_seed(seed)
+def _case(n, S_max=8, D=4, length=3):
+    """A preallocated cache of S_max rows, drawn from seed(n): `length` filled, the rest
+    holding stale numbers."""
+    g = torch.Generator().manual_seed(seed(n))
     k_cache = torch.randn(S_max, D, generator=g, dtype=torch.float64) * 3  # stale rows: not zeros,
     v_cache = torch.randn(S_max, D, generator=g, dtype=torch.float64) * 3  # so reading them shows
     q, k_new, v_new = (torch.randn(D, generator=g, dtype=torch.float64) for _ in range(3))
@@ -31,8 +31,8 @@ def check_cached_attention_step(fn):
     """Check cached_attention_step(q, k_new, v_new, k_cache, v_cache, length) -> output (D,)."""
     __tracebackhide__ = True
     c = Checker("cached_attention_step", fn)
-    for seed, length in ((0, 3), (1, 0), (2, 6)):
-        q, k_new, v_new, k_cache, v_cache, _ = _case(seed, length=length)
+    for n, length in ((0, 3), (1, 0), (2, 6)):
+        q, k_new, v_new, k_cache, v_cache, _ = _case(n, length=length)
         before_k, before_v = k_cache.clone(), v_cache.clone()
         case = (f"q, k_new, v_new of width 4; caches of 8 rows, the first {length} filled "
                 f"(the rest hold stale numbers); length={length}")
@@ -103,12 +103,15 @@ class _Recorder(TinyLM):
         return super().forward(idx, cache)
 
 
-def _decode_model(seed):
-    """A small float64 TinyLM with weights large enough that its greedy choices are clear-cut."""
-    torch.manual_seed(seed)
-    model = _Recorder(ModelConfig(vocab_size=23, max_len=16, d_model=16, n_heads=2, n_layers=2))
+def _decode_model(rng_seed):
+    """A small float64 TinyLM with weights large enough that its greedy choices are clear-cut,
+    drawn from `rng_seed` (the learner's own torch random state is left as it was)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(rng_seed)
+        model = _Recorder(ModelConfig(vocab_size=23, max_len=16, d_model=16, n_heads=2,
+                                      n_layers=2))
     model = model.double().eval()
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(rng_seed)
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.3 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
@@ -117,13 +120,58 @@ def _decode_model(seed):
 
 
 def _greedy(model, prompt, n_new):
-    """The expected sequence, prompt + n_new greedy tokens, by rerunning the whole prefix."""
-    seq = prompt
+    """The expected sequence, prompt + n_new greedy tokens, by rerunning the whole prefix,
+    and each step's logits of the last position: (seq (B, T + n_new), logits (n_new, B, V))."""
+    seq, steps = prompt, []
     with torch.no_grad():
         for _ in range(n_new):
-            seq = torch.cat([seq, model(seq)[:, -1].argmax(-1, keepdim=True)], dim=1)
+            logits = model(seq)[:, -1]                                   # (B, V)
+            steps.append(logits)
+            seq = torch.cat([seq, logits.argmax(-1, keepdim=True)], dim=1)
     model.calls = []
-    return seq
+    return seq, torch.stack(steps)
+
+
+def _tells_mistakes_apart(model, prompt, seq, steps):
+    """Whether this model and prompt tell the usual mistakes from the right answer: each greedy
+    choice clear of the runner-up (a right answer computed another way picks the same token),
+    the first new token unlike the prompt's last one (feeding a token again shows) and unlike
+    the argmax at position 0 (reading the first position's logits shows), the prompt's last
+    token unlike its first (feeding only the last one shows), and sampling unlikely to follow
+    the greedy path (at most 1 in 1000)."""
+    T = prompt.shape[1]
+    if T > 1 and bool((prompt[:, 0] == prompt[:, -1]).any()):
+        return False
+    top = steps.topk(2, dim=-1).values                                    # (n_new, B, 2)
+    if not bool((top[..., 0] - top[..., 1] > 1e-6).all()):
+        return False
+    if bool((seq[:, T] == seq[:, T - 1]).any()):
+        return False
+    if T > 1:
+        with torch.no_grad():
+            first = model(prompt)[:, 0].argmax(-1)
+        model.calls = []
+        if bool((first == seq[:, T]).any()):
+            return False
+    return float(torch.softmax(steps, dim=-1).amax(-1).prod()) <= 1e-3
+
+
+def _decode_case(n, B, T, n_new):
+    """(model, prompt, greedy sequence) for case n: the first of the draws from seed(n) that
+    tells the usual mistakes apart (_DRAWS are tried; one in three or so does)."""
+    for k in range(_DRAWS):
+        rng_seed = (seed(n) + 7919 * k) % 2**63
+        model = _decode_model(rng_seed)
+        gen = torch.Generator().manual_seed((rng_seed + 10) % 2**63)
+        prompt = torch.randint(0, 23, (B, T), generator=gen)
+        seq, steps = _greedy(model, prompt, n_new)
+        if _tells_mistakes_apart(model, prompt, seq, steps):
+            return model, prompt, seq
+    raise RuntimeError(f"none of {_DRAWS} draws of greedy_decode's test model told the usual "
+                       f"mistakes apart (a bug in course_lib.checks, not in the answer)")
+
+
+_DRAWS = 200
 
 
 _ARGMAX_HINT = ("after each call take the last position's logits, logits[:, -1] of shape (B, V), "
@@ -131,15 +179,31 @@ _ARGMAX_HINT = ("after each call take the last position's logits, logits[:, -1] 
                 "the next step")
 
 
-def _feeding_fault(calls, seq, T):
-    """(what, hint) for the first call that fed the model the wrong tokens, or None."""
-    caches = []
+def _fed(calls):
+    """For a probe: the model's calls as plain data, (tokens fed, which cache, its length then),
+    the caches numbered in the order they first appear (None: a call without one)."""
+    caches, fed = [], []
     for idx, cache, start in calls:
-        if cache is None:
+        which = None
+        if cache is not None:
+            which = next((i for i, seen in enumerate(caches) if seen is cache), None)
+            if which is None:
+                caches.append(cache)
+                which = len(caches) - 1
+        fed.append((idx, which, start))
+    return fed
+
+
+def _feeding_fault(fed, seq, T, out):
+    """(what, hint) for the first call that fed the model the wrong tokens, or None.
+
+    `fed` is what `_fed` made of the model's calls; `out` what the learner returned: a token
+    fed at the position where the learner's own result has it is consistent feeding, and
+    only the choice of that token can be wrong."""
+    for idx, which, start in fed:
+        if which is None:
             continue
-        if not any(cache is c for c in caches):
-            caches.append(cache)
-        if len(caches) > 1:
+        if which > 0:
             return ("a new cache was made during decoding",
                     "make one cache before the loop, KVCache.for_model(model, "
                     "batch_size=prompt.shape[0]), and pass that same cache to every call: a "
@@ -166,8 +230,11 @@ def _feeding_fault(calls, seq, T):
         if start == 0:
             return ("the first call with the cache did not start with the prompt",
                     "the first call fills the cache from position 0: model(prompt, cache)")
-        if n == 1 and start >= T and (torch.equal(idx, seq[:, start - 1:start])
-                                      or torch.equal(idx, seq[:, T - 1:T])):
+        returned = (isinstance(out, torch.Tensor) and out.ndim == 2 and out.shape[1] > start
+                    and out.shape[0] == idx.shape[0]
+                    and torch.equal(idx, out[:, start:start + 1].to(idx.dtype)))
+        if n == 1 and start >= T and not returned and (torch.equal(idx, seq[:, start - 1:start])
+                                                       or torch.equal(idx, seq[:, T - 1:T])):
             return (f"{where} was fed a token it had already seen",
                     "feed the token you have just chosen, so the sequence advances by one each "
                     "step; the cache moves its position forward by itself")
@@ -183,50 +250,38 @@ def _course_decoders():
     return tuple(f for f in found if callable(f))
 
 
+_DECODE_CASES = ((0, 1, 3, 6), (1, 2, 4, 5), (2, 3, 1, 4))   # n, B, T, n_new
+
+
 @own_messages("greedy_decode")
 def check_greedy_decode(fn):
     """Check greedy_decode(model, prompt, n_new) -> prompt followed by n_new greedy tokens."""
     __tracebackhide__ = True
     c = Checker("greedy_decode", fn)
-    for seed, B, T, n_new in ((0, 1, 3, 6), (1, 2, 4, 5), (2, 3, 1, 4)):
-        model = _decode_model(seed)
-        gen = torch.Generator().manual_seed(10 + seed)
-        prompt = torch.randint(0, 23, (B, T), generator=gen)
-        seq = _greedy(model, prompt, n_new)
+    for n, B, T, n_new in _DECODE_CASES:
+        model, prompt, seq = _decode_case(n, B, T, n_new)
         case = (f"a small TinyLM (V=23, max_len=16, float64), a prompt of shape (B, T) = "
                 f"({B}, {T}), n_new={n_new}")
-        crashed = None
-
-        @functools.wraps(fn)
-        def run(*args):
-            nonlocal crashed
-            try:
-                return fn(*args)
-            except NotImplementedError:
-                raise
-            except Exception as e:      # diagnosed below from what the model was fed
-                crashed = e
-                return crashed
-        c.fn = run
-        with watch_calls(*_course_decoders()) as seen:
-            out = c.call(model, prompt, n_new, case=case,
-                         none_hint="end with `return` and the prompt followed by the new tokens, "
-                                   "(B, T + n_new)")
-        c.fn = fn
-        if seen.called:
+        out, seen = observed_call(c, model, prompt, n_new, case=case, catch=True,
+                                  watch=_course_decoders(), observe=lambda: _fed(model.calls),
+                                  none_hint="end with `return` and the prompt followed by the "
+                                            "new tokens, (B, T + n_new)")
+        if seen["called"]:
             c.fail("your function calls course_lib's generate", case=case,
                    hint="write the decode loop yourself, with KVCache.for_model and model(idx, "
                         "cache): generate runs the course's own loop, the answer key, and earns "
                         "no credit")
-        fault = _feeding_fault(model.calls, seq, T)
+        fed = seen["observed"]
+        fault = _feeding_fault(fed, seq, T, out)
         if fault:
             c.fail(fault[0], case=case, hint=fault[1])
-        if crashed is not None:
-            c.fail(f"your function raised {type(crashed).__name__}: {crashed}", case=case,
+        if seen["raised"] is not None:
+            kind, message = seen["raised"]
+            c.fail(f"your function raised {kind}: {message}", case=case,
                    hint="make the cache with KVCache.for_model(model, batch_size=prompt.shape[0]) "
                         "and feed the model (B, t) token ids: the newest token as "
                         "next_token[:, None], shape (B, 1)")
-        if not any(cache is not None for _, cache, _ in model.calls):
+        if not any(which is not None for _, which, _ in fed):
             c.fail("the model was never called with the cache", case=case,
                    hint="make a cache with KVCache.for_model(model, batch_size=prompt.shape[0]) "
                         "and pass it to every call, model(idx, cache): without it each step "
@@ -292,13 +347,13 @@ def check_kv_bytes_per_token(fn):
         case = (f"ModelConfig(d_model={config.d_model}, n_heads={config.n_heads}, n_kv_heads="
                 f"{config.n_kv_heads}, n_layers={config.n_layers}, max_len={config.max_len}), "
                 f"bytes_per_value={bpv}")
-        with watch_calls(kv_cache_bytes) as seen:
-            got = c.call(config, bpv, case=case,
-                         crash_hint="config.n_kv_heads is None when every head keeps its own "
-                                    "keys and values; config.kv_heads gives the number of KV "
-                                    "heads in both cases, and config.d_head the head size",
-                         none_hint="end with `return` and the number of bytes, an int")
-        if seen.called:
+        got, seen = observed_call(
+            c, config, bpv, case=case, watch=(kv_cache_bytes,),
+            crash_hint="config.n_kv_heads is None when every head keeps its own keys and "
+                       "values; config.kv_heads gives the number of KV heads in both cases, "
+                       "and config.d_head the head size",
+            none_hint="end with `return` and the number of bytes, an int")
+        if seen["called"]:
             c.fail("your function calls course_lib's own kv_cache_bytes", case=case,
                    hint="work it out from the config's fields: costs.kv_cache_bytes is the "
                         "answer key and earns no credit")
