@@ -34,10 +34,6 @@ def call_inside(c, watches, *args, case, none_hint=None, **kwargs):
             managers = {name: stack.enter_context(make()) for name, (make, _) in watches.items()}
             result = fn(*a, **k)
         seen = {name: report(managers[name]) for name, (_, report) in watches.items()}
-        if isinstance(result, np.ndarray) and result.ndim == 0:
-            # record.py stores a 0-d array as a 1-d one, which its loader refuses: kept as
-            # one item and made 0-d again below (until record.py keeps the shape itself)
-            return {"0-d array": result.reshape(1), "seen": seen}
         return {"result": result, "seen": seen}
 
     c.fn = watched
@@ -45,8 +41,6 @@ def call_inside(c, watches, *args, case, none_hint=None, **kwargs):
         out = c.call(*args, case=case, **kwargs)
     finally:
         c.fn = fn
-    if "0-d array" in out:
-        out["result"] = out["0-d array"].reshape(())
     if out["result"] is None:
         c.fail("your function returned None", case=case,
                hint=none_hint or "finish it with a `return` of the result; a function without "
