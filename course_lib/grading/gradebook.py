@@ -3,6 +3,7 @@
 The gradebook is the grader's alone: the learners' notebooks run in sandboxes that do not
 see it, and each file is written whole to a temporary name and then renamed into place.
 """
+import contextlib
 import csv
 import datetime
 import os
@@ -16,6 +17,7 @@ from course_lib.exercises import ROOT
 from course_lib.grading.feedback import feedback_html
 from course_lib.grading.graded_copy import changed, tree_hash
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
+from course_lib.grading.replay import Replayer
 from course_lib.grading.run import Graded, grade, use_sandbox
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, exposed)
@@ -38,7 +40,9 @@ def _rows(learner, graded):
     return [dict(learner=learner, lesson=graded.lesson, exercise=r.exercise, points=_points(r.points),
                  max_points=_points(r.max_points), status=r.status, feedback=r.feedback,
                  sha256=graded.sha256, sandbox=graded.sandbox,
-                 cpu_seconds="" if graded.cpu_seconds is None else f"{graded.cpu_seconds:g}")
+                 cpu_seconds="" if graded.cpu_seconds is None else f"{graded.cpu_seconds:g}",
+                 # not a gradebook column: for bench/grading.py
+                 replay_cpu_seconds=graded.replay_cpu_seconds)
             for r in graded.results]
 
 
@@ -51,12 +55,13 @@ def cores():
 def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=None,
                 cell_timeout=CELL_TIMEOUT, notebook_timeout=NOTEBOOK_TIMEOUT,
                 memory_gib=MEMORY_GIB, html=True, log=print, root=ROOT,
-                startup_timeout=STARTUP_TIMEOUT, sandbox=True):
+                startup_timeout=STARTUP_TIMEOUT, sandbox=True, replayer=None):
     """Grade every learner's notebooks into out/gradebook.csv, out/summary.csv and out/feedback/.
 
     Returns (rows, problems): problems counts notebooks that could not be graded and
     learners with no submission. Raises FileNotFoundError with a plain message when the
-    class folder is missing or holds nothing to grade.
+    class folder is missing or holds nothing to grade. Every notebook's checks are replayed
+    by one worker of the grader's (`replayer`, started here when None).
     """
     folder, out = Path(folder), Path(out)
     if not folder.is_dir():
@@ -108,11 +113,15 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 continue
         todo.append((learner, path, key))
     done = 0
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    own_replayer = replayer is None
+    replayer = Replayer(root) if own_replayer else replayer
+    with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=jobs) as pool:
+        if own_replayer:
+            stack.callback(replayer.close)
         futures = {pool.submit(grade, path, lessons=lessons, cell_timeout=cell_timeout,
                                notebook_timeout=notebook_timeout, memory_gib=memory_gib,
                                root=root, startup_timeout=startup_timeout,
-                               sandbox=mode == SANDBOXED):
+                               sandbox=mode == SANDBOXED, replayer=replayer):
                    (learner, path, key) for learner, path, key in todo}
         for future in as_completed(futures):
             learner, path, key = futures[future]
