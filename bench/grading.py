@@ -134,14 +134,12 @@ def grade_once(tmp, n, jobs, sandboxed, name):
     print(f"CPU time: {used / n:.2f} s per notebook (grader, pytest and kernel together); "
           f"on {jobs} otherwise idle cores 240 notebooks would need about "
           f"{240 * used / n / jobs / 60:.1f} min (CPU time per notebook x 240 / {jobs} cores)")
-    replays = {(r["learner"], r["lesson"]): r.get("replay_cpu_seconds") for r in rows}
-    measured = [v for v in replays.values() if v is not None]
-    if measured:
-        each = sum(measured) / len(measured)
-        print(f"replay: {each:.3f} s of CPU per notebook (its checks replayed in the grader's worker), "
-              f"plus {replayer.start_cpu:.2f} s once for the job ({replayer.starts} worker start(s): "
-              f"torch and the checkers imported): {each + replayer.start_cpu / n:.3f} s per notebook "
-              f"in this class (included in the CPU time above)")
+    if replayer.replays:
+        each = replayer.replay_cpu / n
+        print(f"replay: {each:.3f} s of CPU per notebook ({replayer.replays} checks replayed in the "
+              f"grader's worker), plus {replayer.start_cpu:.2f} s once for the job ({replayer.starts} "
+              f"worker start(s): torch and the checkers imported): {each + replayer.start_cpu / n:.3f} s "
+              f"per notebook in this class (included in the CPU time above)")
     retried = sum("graded on a second try" in line for line in log)
     if retried:
         print(f"  {retried} notebook(s) graded on a second try, their first kernel not started in time")

@@ -40,9 +40,7 @@ def _rows(learner, graded):
     return [dict(learner=learner, lesson=graded.lesson, exercise=r.exercise, points=_points(r.points),
                  max_points=_points(r.max_points), status=r.status, feedback=r.feedback,
                  sha256=graded.sha256, sandbox=graded.sandbox,
-                 cpu_seconds="" if graded.cpu_seconds is None else f"{graded.cpu_seconds:g}",
-                 # not a gradebook column: for bench/grading.py
-                 replay_cpu_seconds=graded.replay_cpu_seconds)
+                 cpu_seconds="" if graded.cpu_seconds is None else f"{graded.cpu_seconds:g}")
             for r in graded.results]
 
 

@@ -132,6 +132,7 @@ class Replayer:
         self.lock = threading.Lock()
         self.proc, self.cpu = None, 0.0
         self.starts, self.start_cpu = 0, 0.0   # workers started, and their CPU before the first replay
+        self.replays, self.replay_cpu = 0, 0.0  # exercises replayed, and the CPU they took
 
     def __enter__(self):
         return self
@@ -209,6 +210,8 @@ class Replayer:
                         "cpu": None}
             used, self.cpu = reply["cpu"] - self.cpu, reply["cpu"]
             reply["cpu"] = round(used, 3)
+            self.replays += 1
+            self.replay_cpu += used
             return reply
 
 
