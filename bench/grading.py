@@ -10,7 +10,9 @@ and CPU seconds per notebook, the verdicts, and the machine it ran on (with its 
 since a shared machine grades more slowly). With `--sandbox both` (the default where
 bubblewrap works) it grades the class twice, without the sandbox and then in it, and
 prints what the sandbox costs per notebook: compare those two, measured in one run, rather
-than absolute times from a busy machine.
+than absolute times from a busy machine. Each way it also prints what the replay costs: the
+CPU of the grader's worker that decides every verdict by replaying the checks' records
+(course_lib.grading.replay), per notebook, and once per grading job for its start.
 """
 import argparse
 import os
@@ -26,7 +28,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from course_lib.grading import gradebook, sandbox  # noqa: E402
+from course_lib.grading import gradebook, replay, sandbox  # noqa: E402
 from course_lib.exercises import exercises  # noqa: E402
 
 from answers import WRONG  # noqa: E402
@@ -109,9 +111,10 @@ def grade_once(tmp, n, jobs, sandboxed, name):
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     start, cpu = time.monotonic(), os.times()
     log = []
-    rows, problems = gradebook.grade_class(
-        tmp / "class", tmp / f"grades-{name.replace(' ', '-')}", jobs=jobs, html=True,
-        log=log.append, sandbox=sandboxed)
+    with replay.Replayer() as replayer:
+        rows, problems = gradebook.grade_class(
+            tmp / "class", tmp / f"grades-{name.replace(' ', '-')}", jobs=jobs, html=True,
+            log=log.append, sandbox=sandboxed, replayer=replayer)
     warnings = [line for line in log if line.startswith("WARNING")]
     seconds = time.monotonic() - start
     after = os.times()
@@ -131,6 +134,12 @@ def grade_once(tmp, n, jobs, sandboxed, name):
     print(f"CPU time: {used / n:.2f} s per notebook (grader, pytest and kernel together); "
           f"on {jobs} otherwise idle cores 240 notebooks would need about "
           f"{240 * used / n / jobs / 60:.1f} min (CPU time per notebook x 240 / {jobs} cores)")
+    if replayer.replays:
+        each = replayer.replay_cpu / n
+        print(f"replay: {each:.3f} s of CPU per notebook ({replayer.replays} checks replayed in the "
+              f"grader's worker), plus {replayer.start_cpu:.2f} s once for the job ({replayer.starts} "
+              f"worker start(s): torch and the checkers imported): {each + replayer.start_cpu / n:.3f} s "
+              f"per notebook in this class (included in the CPU time above)")
     retried = sum("graded on a second try" in line for line in log)
     if retried:
         print(f"  {retried} notebook(s) graded on a second try, their first kernel not started in time")

@@ -25,6 +25,7 @@ from notebook_tools import LESSONS, ROOT, fill, function_from, read
 LESSON = "00_start_here.ipynb"
 EXERCISE = "next_token_targets"
 UNSHIFTED = next(w for w in WRONG if w.exercise == EXERCISE and w.inject)
+LOSS_WRONG = next(w for w in WRONG if w.exercise == "next_byte_loss" and w.inject)
 # Seconds per cell in the shared class. Lesson 00's cells take about 2 s on a quiet machine; the
 # limit leaves room for a fresh clone's first imports while the other test process runs lessons.
 TIMEOUT = 60
@@ -138,6 +139,18 @@ assert resource.getrlimit(resource.RLIMIT_AS) == (3 * 2 ** 30,) * 2  # hard: it 
 assert resource.getrlimit(resource.RLIMIT_NPROC)[1] != resource.RLIM_INFINITY
 return ids[:-1], _shift(ids)""")),
     "syntax": lambda: fill(blank(), {EXERCISE: "return ids[:-1], ids[1:"}),
+    # the kernel's checker, numpy, getattr, import_module, print and sys.stdout patched; three wrong answers
+    "kernel_patches": lambda: with_cell(fill(blank(), {"text_to_ids": text_to_ids_wrong().body,
+                                                       EXERCISE: UNSHIFTED.body,
+                                                       "next_byte_loss": LOSS_WRONG.body}), KERNEL_PATCHES, at=1),
+    # SystemExit with the pass text, an always-true tensor, and a right answer beside them
+    "forgeries": lambda: fill(blank(), {"text_to_ids": 'raise SystemExit("text_to_ids: 16 checks passed")',
+                                        EXERCISE: ALWAYS_TRUE, "next_byte_loss": REFERENCE["next_byte_loss"]}),
+    "forged_records": lambda: after_check(after_check(with_cell(
+        fill(blank(), {"text_to_ids": REFERENCE["text_to_ids"], EXERCISE: UNSHIFTED.body,
+                       "next_byte_loss": REFERENCE["next_byte_loss"]}), PLANTS_A_LINK, at=1),
+        "text_to_ids", MAKES_HUGE), EXERCISE, FORGES_RECORD),
+    "faked_cells": lambda: _faked_cells(),
     # forged pass lines: a stub's message that draws the pass line over itself, and an
     # exception class named after the exercise whose message is the rest of the pass line
     "cr_forgery": lambda: fill(blank(), {EXERCISE: 'raise NotImplementedError("\\rnext_token_targets: 6 checks passed")'}),
@@ -163,6 +176,136 @@ with open("../notebooks/" + "stray.txt", "w") as f:
 with open("../data/shakespeare.txt", "a") as f:
     f.write("more")"""),
 }
+
+
+# Forgeries that the kernel can make, grouped three to a notebook (one per exercise of lesson
+# 00): the verdicts are the grader's replay of each check's record, so what one exercise does
+# to the kernel decides nothing of another's. Each wrong answer fails with a reason in words.
+KERNEL_PATCHES = """\
+import builtins, importlib, sys, types
+import numpy as np
+import course_lib.checks.core as _core
+_core.Checker.close = lambda self, *args, **kwargs: None   # the kernel's checker passes anything
+np.allclose = lambda *args, **kwargs: True                 # and so does the fresh one's numpy
+_real_getattr = builtins.getattr
+
+
+def _getattr(obj, name, *default):   # the check cell looks its checker up with getattr
+    if name == "check_text_to_ids":
+        return lambda fn: print("text_to_ids: 16 checks passed")
+    return _real_getattr(obj, name, *default)
+
+
+builtins.getattr = _getattr
+_real_import = importlib.import_module
+
+
+def _import(name, *args):            # ...and loads its module with import_module
+    module = _real_import(name, *args)
+    if name == "course_lib.checks.lesson00":
+        fake = types.ModuleType(name)
+        fake.__dict__.update(module.__dict__)
+        fake.check_next_byte_loss = lambda fn: print("next_byte_loss: 6 checks passed")
+        return fake
+    return module
+
+
+importlib.import_module = _import
+_real_print = builtins.print
+
+
+def _print(*args, **kwargs):         # every line about next_token_targets printed as its pass line
+    text = " ".join(map(str, args))
+    _real_print("next_token_targets: 6 checks passed" if "next_token_targets" in text else text, **kwargs)
+
+
+builtins.print = _print
+
+
+class _Out:
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        return self.stream.write("next_token_targets: 6 checks passed\\n" if "next_token_targets" in text else text)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+sys.stdout = _Out(sys.stdout)"""
+
+# next_token_targets' answer: unshifted, in tensors that say they equal anything
+ALWAYS_TRUE = """\
+class _Yes(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.equal, torch.allclose, torch.Tensor.equal, torch.Tensor.allclose):
+            return True
+        if func in (torch.Tensor.__eq__, torch.eq, torch.isclose):
+            return torch.ones(args[0].shape, dtype=torch.bool)
+        return super().__torch_function__(func, types, args, kwargs or {})
+return ids[:-1].as_subclass(_Yes), ids[:-1].as_subclass(_Yes)"""
+
+# Records written by the learner's code: text_to_ids' made huge after its check, next_token_targets'
+# replaced by the right answer's record with its results shifted (plausible values), and
+# next_byte_loss' saved through a link, by an open() that plants one. The answers to text_to_ids
+# and next_byte_loss are right: only the tampering fails them.
+PLANTS_A_LINK = """\
+import builtins, os
+_real_open = builtins.open
+
+
+def _open(path, mode="r", *args, **kwargs):
+    if isinstance(path, str) and path.endswith(os.path.join("records", "next_byte_loss.json")) \\
+            and "w" in mode and not os.path.islink(path):
+        os.symlink(os.path.abspath("decoy.json"), path)
+    return _real_open(path, mode, *args, **kwargs)
+
+
+builtins.open = _open"""
+MAKES_HUGE = 'import os\nos.truncate("../records/text_to_ids.safetensors", 100 * 2 ** 20)'
+FORGES_RECORD = """\
+import course_lib.checks as _checks, course_lib.checks.record as _record
+with _record.recording(0) as _made:
+    _checks.check_next_token_targets(lambda ids: (ids[:-1], ids[1:]))
+for _key in _made.tensors:
+    _made.tensors[_key] = _made.tensors[_key] + 1
+_made.save("../records/next_token_targets")"""
+
+
+def after_check(nb, name, source):
+    """nb with a code cell right after the learner's own check cell of exercise `name`."""
+    at = next(j for n, _, j in exercises(nb) if n == name)
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+def text_to_ids_wrong():
+    return next(w for w in WRONG if w.exercise == "text_to_ids" and w.inject)
+
+
+def _faked_cells():
+    """Wrong answers, each with a check that says it passed, its stored output the pass line and its
+    id the lesson's check cell's: the learner's check cell edited; one tagged as a restored check,
+    its exercise in the metadata; one untagged, its exercise in the metadata."""
+    nb = fill(blank(), {"text_to_ids": text_to_ids_wrong().body, EXERCISE: UNSHIFTED.body,
+                        "next_byte_loss": LOSS_WRONG.body})
+    lesson = read(ROOT / "notebooks" / LESSON)
+    theirs = {n: lesson.cells[j] for n, _, j in exercises(lesson)}
+    for name, _, j in exercises(nb):
+        line = "".join(o["text"] for o in theirs[name].outputs)
+        cell = nb.cells[j]
+        cell.source = f"print({line.strip()!r})"
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=line)]
+        cell.execution_count = 1
+        if name == EXERCISE:
+            cell.metadata = {"tags": ["check", "nbval-check-output"], "grading": {"exercise": name}}
+        elif name == "next_byte_loss":
+            cell.metadata = {"tags": [], "grading": {"exercise": name}}
+        if theirs[name].get("id"):
+            cell["id"] = theirs[name]["id"]
+    return nb
 
 
 # A notebook that tries to reach outside its sandbox. Its cell sets _WORKED to what the attack
@@ -219,6 +362,15 @@ except OSError as e:
 import subprocess, sys
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(900)  # {c["marker"]}"],
                  start_new_session=True)
+# and one that rewrites the gradebook, again and again, once the grader is done
+subprocess.Popen([sys.executable, "-c", '''
+import time  # {c["marker"]}
+for _ in range(1800):
+    time.sleep(0.5)
+    try:
+        open({str(c["out"] / "gradebook.csv")!r}, "w").write("planted")
+    except OSError:
+        pass'''], start_new_session=True)
 _WHY = "left a process running"
 """),
     # raises its own limits, and starts more processes than it may
@@ -421,12 +573,14 @@ def test_a_wrong_answer_fails_with_its_hint_whatever_the_notebook_did_to_the_che
 
 @pytest.mark.parametrize("learner, shown", [
     ("cr_forgery", "NotImplementedError: \\rnext_token_targets: 6 checks passed"),
-    ("named_forgery", "next_token_targets (not a built-in exception): 6 checks passed"),
+    # replayed in the grader, the exception named after the exercise is a stand-in, not a stub's
+    ("named_forgery", "the check could not go on with what your function returned "
+                      "(next_token_targets: 6 checks passed)"),
 ])
 def test_a_failure_cannot_print_itself_as_the_pass_line(graded_class, learner, shown):
     r = row(graded_class, learner)
     assert r["status"] == "failed" and r["points"] == "0", why(graded_class, learner)
-    assert r["feedback"].endswith(shown), r["feedback"]
+    assert shown in r["feedback"], r["feedback"]
 
 
 def test_an_input_transformer_that_drops_check_lines_fails(graded_class):
@@ -595,6 +749,7 @@ def test_a_notebook_cannot_reach_outside_its_sandbox(graded_class, learner, stop
 def test_nothing_outside_the_sandbox_changed_and_no_process_outlived_its_notebook(graded_class):
     folder, out = graded_class["folder"], graded_class["out"]
     assert not graded_class["submissions_changed"]
+    time.sleep(2)  # the process that would rewrite the gradebook after the grader: not there
     assert not (folder / "planted.txt").exists() and not (out / "planted.txt").exists()
     assert "planted" not in (out / "gradebook.csv").read_text()
     assert row(graded_class, "outlives")["status"] == "failed"
@@ -951,3 +1106,86 @@ def test_the_gradebook_says_what_each_notebook_cost_in_cpu(graded_class):
     r = row(graded_class, "helper")
     assert float(r["cpu_seconds"]) > 0.5  # a kernel that imported torch and ran the lesson
     assert row(graded_class, "fifo")["cpu_seconds"] == ""  # refused: nothing ran
+
+
+# ---------------------------------------------------------------- forgeries the replay decides
+
+def row_of(graded_class, learner, exercise):
+    found = [r for r in graded_class["rows"] if r["learner"] == learner and r["exercise"] == exercise]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def rows_of(graded_class, learner):
+    return {e: row_of(graded_class, learner, e) for e in ("text_to_ids", EXERCISE, "next_byte_loss")}
+
+
+STOPPED = "the check stopped in your notebook before it reached"
+
+
+def test_patches_in_the_kernel_decide_nothing(graded_class):
+    """The kernel's Checker.close, numpy's allclose, getattr, import_module, print and sys.stdout patched."""
+    rows = rows_of(graded_class, "kernel_patches")
+    assert {(r["status"], r["points"]) for r in rows.values()} == {("failed", "0")}, why(graded_class, "kernel_patches")
+    assert UNSHIFTED.hint in rows[EXERCISE]["feedback"]
+    for name in ("text_to_ids", "next_byte_loss"):  # a stand-in checker ran: its record is empty
+        assert STOPPED in rows[name]["feedback"] and "what was checked" in rows[name]["feedback"]
+
+
+def test_a_system_exit_with_the_pass_text_and_an_always_true_tensor_fail_beside_a_right_answer(graded_class):
+    rows = rows_of(graded_class, "forgeries")
+    assert (rows["next_byte_loss"]["status"], rows["next_byte_loss"]["feedback"]) == (
+        "passed", "next_byte_loss: 6 checks passed"), why(graded_class, "forgeries")
+    assert rows["text_to_ids"]["status"] == "failed" and STOPPED in rows["text_to_ids"]["feedback"]
+    true = rows[EXERCISE]
+    assert true["status"] == "failed" and true["points"] == "0"
+    assert true["feedback"].startswith("AssertionError: Exercise 'next_token_targets'"), true["feedback"]
+    assert UNSHIFTED.hint in true["feedback"]  # recorded as its plain values: unshifted
+
+
+def test_records_the_notebook_forged_are_refused_or_fail(graded_class):
+    """Made huge, rewritten with plausible values, saved through a link: right answers included."""
+    rows = rows_of(graded_class, "forged_records")
+    assert {r["status"] for r in rows.values()} == {"failed"}, why(graded_class, "forged_records")
+    assert "could not be used" in rows["text_to_ids"]["feedback"]
+    assert "over the 64 MB limit" in rows["text_to_ids"]["feedback"]
+    forged = rows[EXERCISE]["feedback"]
+    assert forged.startswith("AssertionError: Exercise 'next_token_targets'") and "Hint:" in forged
+    assert "symbolic link" in rows["next_byte_loss"]["feedback"]
+
+
+def test_faked_tags_ids_and_stored_outputs_decide_nothing(graded_class):
+    rows = rows_of(graded_class, "faked_cells")
+    assert {r["status"] for r in rows.values()} == {"failed"}, why(graded_class, "faked_cells")
+    assert UNSHIFTED.hint in rows[EXERCISE]["feedback"]
+    assert text_to_ids_wrong().hint in rows["text_to_ids"]["feedback"]
+    assert LOSS_WRONG.hint in rows["next_byte_loss"]["feedback"]
+
+
+def test_cases_passed_and_total_come_from_the_replay_and_the_stored_pass_line(tmp_path):
+    path = tmp_path / LESSON
+    nbformat.write(fill(blank(), {"text_to_ids": REFERENCE["text_to_ids"], EXERCISE: UNSHIFTED.body}), path)
+    graded = run.grade(path, cell_timeout=TIMEOUT, sandbox=False)
+    got = {r.exercise: (r.status, r.cases_passed, r.cases_total) for r in graded.results}
+    assert got == {"text_to_ids": ("passed", 16, 16), EXERCISE: ("failed", 1, 6),
+                   "next_byte_loss": ("failed", 0, 6)}, graded.log
+    assert graded.replay_cpu_seconds is not None and graded.replay_cpu_seconds < graded.cpu_seconds
+
+
+PATCHES_THE_COPY = """\
+import pathlib
+_checks = pathlib.Path("../course_lib/checks/lesson00.py")
+_saved = _checks.read_text()
+_checks.write_text(_saved + "\\ndef check_next_token_targets(fn):\\n    print('next_token_targets: 6 checks passed')\\n")"""
+
+
+def test_a_checker_of_the_graded_copy_patched_and_restored_decides_nothing(tmp_path):
+    """Unsandboxed (where the copy's course_lib is writable): the patch is undone before the
+    checksum is taken, and the grader's own checker replays the record all the same."""
+    path = tmp_path / LESSON
+    nb = after_check(with_cell(wrong(), PATCHES_THE_COPY), EXERCISE, "_checks.write_text(_saved)")
+    nbformat.write(nb, path)
+    graded = run.grade(path, cell_timeout=TIMEOUT, sandbox=False)
+    r = next(r for r in graded.results if r.exercise == EXERCISE)
+    assert (r.status, r.points) == ("failed", 0), graded.log
+    assert STOPPED in r.feedback and "changed the grading copy" not in r.feedback

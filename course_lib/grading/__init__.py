@@ -1,4 +1,4 @@
-"""Grade exercise notebooks with nbval: a check passes only when it ran and printed its pass line.
+"""Grade exercise notebooks: each runs under nbval in a sandbox, and the grader replays its checks.
 
     python -m course_lib.grading exercises/01_attention_by_hand.ipynb        # one notebook
     python -m course_lib.grading --class submissions/ --out grades/ [--roster roster.csv] [--export canvas]
@@ -8,10 +8,13 @@ The modules follow a notebook's way through grading:
 
 - `lessons`: the lesson's exercises, checkers, points and stored pass lines;
 - `submissions`: find and read submissions, and tell which lesson a notebook is;
-- `graded_copy`: the learner's cells with the lesson's checks restored, laid out in a folder;
+- `graded_copy`: the learner's cells with the lesson's checks restored (each recording what
+  the learner's function did), laid out in a folder;
 - `sandbox` and `run`: pytest with nbval on that copy, in a bubblewrap sandbox under limits
   (`plugin` is the part that runs inside, beside nbval, and records each cell);
-- `verdicts`: one result per exercise from those records, with the reason in words
+- `replay`: the records copied out and replayed with the grader's own checkers, in a worker
+  process of the grader's: an exercise passes only on the lesson's exact pass line;
+- `verdicts`: one result per exercise from the replays and the cells' records, with the reason in words
   (`borrowed`: no credit for an exercise answered by course_lib's own implementation);
 - `calls`, `questions` and `help_taken`: read from the notebook's source, never run, the
   answers to the lesson's questions (graded with points) and the hints and solutions asked for;

@@ -6,6 +6,7 @@ A run grades the whole class, some learners of it (`chosen`, merged into the gra
 there) or one shard of it (`shard`); the term's rules (partial credit, due times,
 penalties, overrides: course_lib.grading.term) apply to every row it writes.
 """
+import contextlib
 import csv
 import datetime
 import functools
@@ -24,6 +25,7 @@ from course_lib.grading.lessons import LESSONS, _lesson_index, _stamp, lesson_ex
 from course_lib.grading.partial import cases_text, counted, partial_exercises, stored_counts
 from course_lib.grading.help_taken import charge_solutions, help_columns, help_current
 from course_lib.grading.questions import lesson_questions, question_totals
+from course_lib.grading.replay import Replayer
 from course_lib.grading.run import Graded, grade, use_sandbox
 from course_lib.grading.export import write_export
 from course_lib.grading.report import write_report
@@ -113,7 +115,7 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 memory_gib=MEMORY_GIB, html=True, log=print, root=ROOT,
                 startup_timeout=STARTUP_TIMEOUT, sandbox=True, chosen=None, force=False, shard=None,
                 partial=None, due=None, late_penalty=None, timezone=None, overrides=None,
-                solution_costs=None, export=()):
+                solution_costs=None, export=(), replayer=None):
     """Grade every learner's notebooks into out/gradebook.csv, out/summary.csv and out/feedback/.
 
     chosen: grade only these learners, and keep every other row of the gradebook in `out`;
@@ -129,6 +131,8 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
     learners with no submission. Raises FileNotFoundError with a plain message when the
     class folder is missing or holds nothing to grade, ValueError for a bad rule, override
     or learner name.
+    Every notebook's checks are replayed by one worker of the grader's (`replayer`, started
+    here when None).
     """
     folder, out = Path(folder), Path(out)
     if not folder.is_dir():
@@ -220,11 +224,15 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 continue
         todo.append((learner, path, key, submitted))
     done = 0
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    own_replayer = replayer is None
+    replayer = Replayer(root) if own_replayer else replayer
+    with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=jobs) as pool:
+        if own_replayer:
+            stack.callback(replayer.close)
         futures = {pool.submit(grade, path, lessons=lessons, cell_timeout=cell_timeout,
                                notebook_timeout=notebook_timeout, memory_gib=memory_gib,
                                root=root, startup_timeout=startup_timeout,
-                               sandbox=mode == SANDBOXED):
+                               sandbox=mode == SANDBOXED, replayer=replayer):
                    (learner, path, key, submitted) for learner, path, key, submitted in todo}
         for future in as_completed(futures):
             learner, path, key, submitted = futures[future]

@@ -3,7 +3,10 @@
 The copy holds the learner's cells, then each of the lesson's check cells put back after
 the cell that last defines its exercise function, and nothing after the last check. A
 restored check cell loads its checker afresh from the copy's own course_lib (not the name
-in the kernel) and carries the lesson's stored pass line, which nbval compares.
+in the kernel), runs it in record mode with the grading's secret seed, and saves the record
+to the copy's records/ folder; the grader's replay of that record decides the verdict
+(`replay`). The cell keeps the lesson's stored pass line, so nbval's comparison still shows
+the learner where their run differs, but decides nothing.
 """
 import copy
 import hashlib
@@ -30,9 +33,11 @@ WATCHED = ("course_lib", "notebooks", "data")  # what must not change while grad
 
 CHECK_CELL = '''\
 # Restored by the grader: the lesson's check of `{name}`, with its checker loaded afresh
-# from the grading copy of course_lib. What it prints is compared with the lesson's pass line.
-def _grader_check(root, module, exercise, namespace):
-    import contextlib, importlib, importlib.machinery as machinery, io, sys
+# from the grading copy of course_lib, recording what the function did into records/. The
+# grader decides the verdict by replaying that record with its own checker; what this cell
+# prints is for the learner to read, and decides nothing.
+def _grader_check(root, module, exercise, namespace, base_seed):
+    import contextlib, importlib, importlib.machinery as machinery, io, os, sys
     kept = {{k: sys.modules.pop(k) for k in list(sys.modules)
              if k == "course_lib" or k.startswith("course_lib.")}}
     path, meta_path, out = sys.path[:], sys.meta_path[:], io.StringIO()
@@ -68,12 +73,17 @@ def _grader_check(root, module, exercise, namespace):
                 sys.meta_path[:] = [machinery.BuiltinImporter, machinery.FrozenImporter,
                                     machinery.PathFinder]
                 checker = getattr(importlib.import_module(module), "check_" + exercise)
+                record = importlib.import_module("course_lib.checks.record")
             finally:
                 sys.path[:], sys.meta_path[:] = path, meta_path
             if exercise not in namespace:
                 raise NameError(f"name '{{exercise}}' is not defined: no cell defined it, "
                                 f"or the cell that does stopped with an error")
-            checker(namespace[exercise])
+            with record.recording(base_seed) as recorded:
+                try:
+                    checker(namespace[exercise])
+                finally:
+                    recorded.save(os.path.join(root, "records", exercise))
         lines = out.getvalue().splitlines()
         result = lines[-1] if lines else "the checker printed nothing"
     except KeyboardInterrupt:
@@ -103,7 +113,7 @@ def _grader_check(root, module, exercise, namespace):
     sys.stdout.write(result + "\\n")
 
 
-_grader_check({root!r}, {module!r}, {name!r}, globals())
+_grader_check({root!r}, {module!r}, {name!r}, globals(), {seed!r})
 del _grader_check'''
 
 CONFTEST = '''\
@@ -125,7 +135,10 @@ STARTUP = '''\
 # set before the kernel starts, by the copy's first process.)
 def _grading_preload():
     # the libraries the notebook imports, so their import counts as the kernel's start-up
-    import os
+    import os, sys
+    # the check cells import course_lib.checks, which imports nbformat and so jsonschema, whose
+    # optional URL grammar (rfc3987_syntax) costs about 2 s of CPU to compile and is never used
+    sys.modules.setdefault("rfc3987_syntax", None)
     for name in filter(None, os.environ.pop("COURSE_GRADING_PRELOAD", "").split(",")):
         try:
             __import__(name)
@@ -147,7 +160,7 @@ class Placement:
     defined_in: int | None    # code-cell number of the cell defining the function, if any
 
 
-def graded_copy(submission, lesson, found, root):
+def graded_copy(submission, lesson, found, root, base_seed=0):
     """(notebook, placements): the learner's cells with the lesson's checks restored.
 
     Each check goes right after the code cell that last defines its function, or later: after
@@ -191,11 +204,11 @@ def graded_copy(submission, lesson, found, root):
         for ex in found:
             if after[ex.name] == i:
                 placed[ex.name] = len(out)
-                out.append(_check_cell(ex, root))
+                out.append(_check_cell(ex, root, base_seed))
     for ex in found:  # no cell defines it: its check runs after the others and says so
         if after[ex.name] is None:
             placed[ex.name] = len(out)
-            out.append(_check_cell(ex, root))
+            out.append(_check_cell(ex, root, base_seed))
     nb.cells = out
     code_number = {}
     for i, cell in enumerate(out):
@@ -211,9 +224,9 @@ def code_source(cells, index):
     return "" if index is None else cells[index].get("source", "")
 
 
-def _check_cell(ex, root):
-    cell = nbformat.v4.new_code_cell(CHECK_CELL.format(root=str(root),
-                                                       module=ex.module, name=ex.name))
+def _check_cell(ex, root, base_seed):
+    cell = nbformat.v4.new_code_cell(CHECK_CELL.format(root=str(root), module=ex.module,
+                                                       name=ex.name, seed=int(base_seed)))
     cell.metadata = {"tags": ["check", "nbval-check-output"], "grading": {"exercise": ex.name}}
     cell.outputs = [nbformat.from_dict(o) for o in copy.deepcopy(ex.pass_output)]
     for o in cell.outputs:
@@ -294,13 +307,14 @@ def preloads(nb):
 
 
 def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, cpu_seconds,
-               root=ROOT, startup_timeout=STARTUP_TIMEOUT):
+               root=ROOT, startup_timeout=STARTUP_TIMEOUT, replay=None):
     """Lay out a graded copy in `folder`: course_lib, data, notebooks/<lesson>, and the pytest set-up."""
     folder = Path(folder)
     for part in COPIED:
         shutil.copytree(Path(root) / part, folder / part,
                         ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
     (folder / "notebooks").mkdir()
+    (folder / "records").mkdir()   # where each check cell saves its record
     nbformat.write(nb, folder / "notebooks" / lesson_name)
     (folder / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     (folder / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
@@ -313,7 +327,9 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
                     cpu_seconds=int(cpu_seconds), lesson=lesson_name,
                     startup_timeout=startup_timeout, preload=preloads(nb),
                     checks=[p.__dict__ for p in placements],
-                    sources={str(i): _first_line(c.source) for i, c in enumerate(code)})
+                    sources={str(i): _first_line(c.source) for i, c in enumerate(code)},
+                    # for a copy rerun by hand (--keep): its seed, and each check's module and pass line
+                    replay=replay or {})
     (folder / "grading.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
 
 

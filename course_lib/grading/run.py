@@ -26,6 +26,7 @@ from course_lib.grading.help_taken import help_taken
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
 from course_lib.grading.plugin import _read_records
 from course_lib.grading.questions import grade_questions, questions_not_graded
+from course_lib.grading.replay import Replayer, remove, replay_records, scratch_folder
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, bwrap_command, give_to, process_limit, sandbox_env,
                                         sandbox_uid, unavailable)
@@ -93,6 +94,7 @@ class Graded:
     cpu_seconds: float | None = None  # CPU of its pytest and kernel, every try (None: not measured)
     help: dict = field(default_factory=dict)  # exercise -> help_taken.Help, read from its source
     solution_costs: float | None = None       # the points a shown solution cost (--solution-costs)
+    replay_cpu_seconds: float | None = None  # CPU the grader's replay of its checks took
 
 
 FILE_LIMIT = 2 ** 30  # bytes of any one file a graded notebook writes
@@ -216,11 +218,12 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
 
 def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
           notebook_timeout=NOTEBOOK_TIMEOUT, memory_gib=MEMORY_GIB, keep=None, root=ROOT,
-          startup_timeout=STARTUP_TIMEOUT, sandbox="auto"):
+          startup_timeout=STARTUP_TIMEOUT, sandbox="auto", replayer=None):
     """Grade the notebook at `path` against its lesson (by file name unless given); a Graded.
 
     sandbox: True runs it in a bubblewrap sandbox (SandboxUnavailable if there is none),
-    False without one, "auto" in one where this machine can make one.
+    False without one, "auto" in one where this machine can make one. `replayer`: the
+    grading job's `replay.Replayer` (one is started for this notebook when None).
     """
     path, start = Path(path), time.monotonic()
     sandboxed = use_sandbox(sandbox)
@@ -270,13 +273,22 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
         folder.mkdir(parents=True)
     tries = []  # why each earlier try's kernel did not get as far as the first cell
     cpu_used = []  # each try's CPU seconds
+    pass_lines = {e.name: "".join(o["text"] for o in e.pass_output).strip() for e in found}
+    own_replayer = replayer is None
+    replayer = Replayer(root) if own_replayer else replayer
+    scratch, replay_cpu = scratch_folder(), None
     try:
         while True:
             copy_root = folder.resolve()
-            nb, placements = graded_copy(submission, lesson_nb, found, copy_root)
+            # the seed of this grading's inputs: drawn now, known to the grader and to the copy's
+            # check cells only, so no answer can be prepared for it
+            base_seed = secrets.randbelow(2 ** 62)
+            nb, placements = graded_copy(submission, lesson_nb, found, copy_root, base_seed)
             cpu = int(notebook_timeout + startup_timeout + 30)
             write_copy(copy_root, nb, lesson_path.name, placements, cell_timeout,
-                       memory_gib * 2 ** 30, cpu, root, startup_timeout=startup_timeout)
+                       memory_gib * 2 ** 30, cpu, root, startup_timeout=startup_timeout,
+                       replay={"base_seed": base_seed, "checks": {
+                           e.name: {"module": e.module, "pass_line": pass_lines[e.name]} for e in found}})
             settings = json.loads((copy_root / "grading.json").read_text())
             before = tree_hash(copy_root, ("course_lib",))
             limits = {"RLIMIT_AS": int(memory_gib * 2 ** 30) or None, "RLIMIT_CPU": [cpu, cpu + 5],
@@ -294,13 +306,20 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
             reason = f"{run.start_failure}; tried twice, so this notebook was not graded: grade it again"
             results = [Result(e.name, "not run", reason, 0, e.points) for e in found]
         else:
-            results = no_credit(verdicts(run.cells, placements, settings, run.stopped), submission, root)
+            replayed = replay_records(copy_root, found, base_seed, replayer, scratch)
+            costs = [r["cpu"] for r in replayed.values() if r is not None]
+            replay_cpu = None if None in costs else round(sum(costs), 3)
+            results = no_credit(verdicts(run.cells, placements, settings, run.stopped, replayed,
+                                         pass_lines), submission, root)
         touched = changed(before, tree_hash(copy_root, ("course_lib",)))
         if touched:
             reason = (f"the notebook changed the grading copy of course_lib ({', '.join(touched[:3])}), "
                       f"so its checks cannot be trusted: a notebook must not write into course_lib")
             results = [Result(r.exercise, "failed", reason, 0, r.max_points) for r in results]
     finally:
+        remove(scratch)
+        if own_replayer:
+            replayer.close()
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
     retried = None
@@ -311,7 +330,8 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
                   submission=submission, placements=placements, retried=retried,
                   log=_diagnosis(run, settings, tries),
                   sandbox=SANDBOXED if sandboxed else UNSANDBOXED,
-                  cpu_seconds=None if None in cpu_used else round(sum(cpu_used), 2))
+                  cpu_seconds=None if None in cpu_used else round(sum(cpu_used), 2),
+                  replay_cpu_seconds=replay_cpu)
 
 
 def _diagnosis(run, settings, tries):

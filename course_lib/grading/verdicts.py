@@ -1,9 +1,15 @@
-"""Decide verdicts: one Result per exercise from the per-cell records, with the reason in words.
+"""Decide verdicts: one Result per exercise from the grader's replay of its record, with the reason in words.
 
-An exercise passes only when its restored check cell ran and nbval found its stored pass
-line; anything else is `failed` or `not run`, with the first cause named.
+An exercise passes only when the grader's own checker, replayed on what the notebook
+recorded (`replay`), printed the lesson's stored pass line. Nothing the notebook printed
+counts. When it did not pass, the reason comes from the replay's feedback, or, where the
+check did not end normally or left no record, from nbval's per-cell records (the kernel
+died, a time limit, never reached): `failed` or `not run`, with the first cause named.
 """
+import re
 from dataclasses import dataclass
+
+from course_lib.grading.replay import decide, pass_count
 
 # ---------------------------------------------------------------- verdicts
 
@@ -29,21 +35,58 @@ def _cell_name(settings, number):
     return f"cell {number}" + (f" (`{line}`)" if line else "")
 
 
-def verdicts(cells, placements, settings, stopped=None):
-    """One Result per exercise from nbval's per-cell records (keyed by code-cell number)."""
+def verdicts(cells, placements, settings, stopped=None, replayed=None, pass_lines=None):
+    """One Result per exercise: from `replayed` ({exercise: replay dict, or None without a record})
+    and the lesson's `pass_lines`, with nbval's per-cell records (keyed by code-cell number) for
+    the reason where the check did not end normally or left no record."""
     cells = {int(k): v for k, v in cells.items()}
+    replayed, pass_lines = replayed or {}, pass_lines or {}
     limit = settings["cell_timeout"]
     died = next((c for c in sorted(cells) if cells[c]["died"]), None)
     hung = next((c for c in sorted(cells) if "Failed to interrupt" in (cells[c]["message"] or "")), None)
     results = []
     for p in placements:
         cell = cells.get(p.check_cell)
-        if cell is not None and cell["outcome"] == "passed":
-            results.append(Result(p.exercise, "passed", cell["stdout"].strip(), p.points, p.points))
-            continue
+        got, line = replayed.get(p.exercise), pass_lines.get(p.exercise, "")
+        total = pass_count(line)
+        if got is not None:
+            status, feedback, done, total = decide(p.exercise, got, line)
+            if status == "passed":
+                results.append(Result(p.exercise, "passed", feedback, p.points, p.points, done, total))
+                continue
+            if not _ended_early(cell):
+                results.append(Result(p.exercise, "failed", _cause(p, cells, settings) + feedback,
+                                      0, p.points, done, total))
+                continue
         status, feedback = _why(cell, p, cells, settings, died, hung, limit, stopped)
-        results.append(Result(p.exercise, status, feedback, 0, p.points))
+        if got is None and status == "failed" and not _ended_early(cell) and p.defined_in is not None \
+                and re.fullmatch(rf"{re.escape(p.exercise)}: \d+ checks passed", (cell or {}).get("stdout", "").strip()):
+            feedback = ("the check left no record of what your function did (something in the "
+                        "notebook removed or moved it), so it cannot be graded; only the grader's "
+                        "replay of that record passes an exercise, never a printed line")
+        results.append(Result(p.exercise, status, feedback, 0, p.points, None, total))
     return results
+
+
+def _ended_early(cell):
+    """Whether a check cell did not run to its end: not run, the kernel dead or stopped, a time limit."""
+    if cell is None:
+        return True
+    message = cell.get("message") or ""
+    return bool("Kernel dead on test start" in message or cell.get("late") is not None or cell["died"]
+                or "Failed to interrupt kernel" in message
+                or ("Timeout of" in message and "waiting for output" not in message)
+                or cell.get("error") or (cell.get("stdout") or "").strip().startswith("interrupted"))
+
+
+def _cause(p, cells, settings):
+    """'the cell that defines it raised ...: ' when it did, else ''."""
+    defined = cells.get(p.defined_in) or {} if p.defined_in is not None else {}
+    if defined.get("error"):
+        ename, evalue = defined["error"]
+        return (f"the cell that defines {p.exercise}, {_cell_name(settings, p.defined_in)}, "
+                f"raised {ename}: {evalue}. Then the check said: ")
+    return ""
 
 
 def _why(cell, p, cells, settings, died, hung, limit, stopped):
