@@ -423,9 +423,10 @@ def test_a_real_class_gets_counts_partial_points_the_late_penalty_and_the_overri
     rows = real_class["whole"]
     ada = rows_of(rows, "ada")
     assert (ada["status"], ada["cases"], ada["points"], ada["lateness"]) == ("passed", "6/6", "1", "0:00:00")
-    eve = rows_of(rows, "eve")  # a wrong answer: its passed count awaits the replay (issue 19)
+    eve = rows_of(rows, "eve")  # a wrong answer: the replay counts the cases it passed, 1 of 6
+    # partial credit 1/6 = 0.167 of its point, 20% off for lateness: 0.134; overridden to 0.5
     assert (eve["status"], eve["cases"], eve["auto_points"], eve["points"], eve["override"]) == (
-        "failed", "?/6 (unknown: no partial credit)", "0", "0.5", "yes")
+        "failed", "1/6", "0.134", "0.5", "yes")
     right = rows_of(rows, "eve", "text_to_ids")  # right, a day and half an hour late: 2 days, 20%
     assert (right["status"], right["cases"], right["lateness"], right["penalty"],
             right["points_before_penalty"], right["points"]) == ("passed", "16/16", "1 day, 0:30:00", "20%",
