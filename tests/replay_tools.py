@@ -5,29 +5,14 @@ it back (JSON and safetensors, as the grader does), then replays the check with 
 function at all, and returns both outcomes. The grader's verdict is the replayed one; the
 two must agree for every answer the tests know, right or wrong.
 """
-import contextlib
-import io
 import tempfile
 from pathlib import Path
 
 from course_lib import checks
 from course_lib.checks.record import Replayed, load, recording, replaying
+from course_lib.grading.replay import outcome  # the grader's own reading of a check's end
 
 BASE_SEED = 7_654_321   # not 0: the inputs a grading draws differ from the learner's own check's
-
-
-def outcome(check, fn):
-    """("passed", last line printed), ("failed", feedback) or ("unfinished", message)."""
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            check(fn)
-    except NotImplementedError as e:
-        return ("unfinished", str(e))
-    except AssertionError as e:
-        return ("failed", str(e))
-    lines = out.getvalue().strip().splitlines()
-    return ("passed", lines[-1] if lines else "")
 
 
 def graded(name, fn, base_seed=BASE_SEED):
