@@ -179,8 +179,11 @@ class Replayer:
             ready, _, _ = select.select([fd], [], [], min(left, 1.0))
             if ready:
                 chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    code = self.proc.poll()
+                if not chunk:   # its output closed: it is ending, so its status comes soon
+                    try:
+                        code = self.proc.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        return "the replay worker closed its output while it replayed this check"
                     return f"the replay worker ended (status {code}) while it replayed this check"
                 self.buffer += chunk
                 if len(self.buffer) > 4 * FEEDBACK_LIMIT + 2 ** 16:
