@@ -221,7 +221,7 @@ def _scores_result(c, out, w, shape, case):
     if not isinstance(out, torch.Tensor):
         c.fail(f"expected a torch tensor, got {type(out).__name__}", case=case,
                hint="return one tensor of scores, shape (...): no .item(), .tolist() or tuple")
-    c.shape(out, shape, "the scores", case,
+    c.shape(out, shape, "the tensor of scores", case,
             hint=f"one score per leading index of weights: the shape {tuple(shape)}, the last "
                  f"two axes (queries, keys) gone")
     if out.dtype != w.dtype:
