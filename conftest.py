@@ -1,11 +1,14 @@
 """pytest set-up for the whole repository (tests/ and the nbval runs of notebooks/)."""
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "tests"))       # tests/nbval_fold.py and the helpers it uses
+pytest_plugins = ["nbval_fold"]               # each lesson's exercise variants in its nbval run
 
 # nbval waits a fixed 5 s for each message a kernel sends after a cell finishes and fails with
 # "Timeout of 5 seconds exceeded waiting for output" when none comes in time. On a busy machine a
@@ -87,5 +90,7 @@ def group_and_order(items):
 # tryfirst: before pytest-xdist's own hook reads the marks (--dist loadgroup)
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
+    from nbval_fold import fold_into_nbval
+    fold_into_nbval(items)
     wait_patiently(items)
     group_and_order(items)
