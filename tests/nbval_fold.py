@@ -46,8 +46,7 @@ class FoldedTest(pytest.Item):
         super().__init__(**kwargs)
         self.test = test
         self.obj = test.obj          # what pytest's skipping and reporting look for
-        for mark in test.iter_markers():
-            self.add_marker(mark)
+        self.own_markers.extend(test.own_markers)
 
     def runtest(self):
         self.test.obj(**self.test.callspec.params)

@@ -225,3 +225,18 @@ def _plain_outputs(lesson, cwd):
     NotebookClient(nb, timeout=60, kernel_name="python3",
                    resources={"metadata": {"path": str(cwd)}}).execute()
     return printed_text(nb)
+
+
+def test_a_variant_the_run_did_not_reach_fails_its_test(monkeypatch):
+    """A variant test whose lesson's run stopped before the variant (a lesson cell failed) fails
+    and says why; it is never skipped, and never passes on a result it does not have."""
+    from course_lib.exercises import working_copy
+    from notebook_tools import LessonFold
+    lesson = _toy_lesson()
+    fold = LessonFold(lesson, working_copy(lesson, "toy.ipynb"), {}, {("halve", "keeps"): "return x"})
+    fold.after(1, run=None, failed=True)          # the lesson's first code cell failed
+    monkeypatch.setitem(FOLDED, "toy.ipynb", fold)
+    with pytest.raises(AssertionError, match="the lesson's own cell 1 failed"):
+        variant("toy.ipynb", ("halve", "keeps"))
+    with pytest.raises(AssertionError, match="was not run"):
+        variant("toy.ipynb", "reference")
