@@ -1,9 +1,11 @@
 """The exercise notebooks: generated from the lessons, failing when blank, passing when answered.
 
 These are COURSE.md's grader tests 2-4; test 1 is nbval on notebooks/ itself. A lesson's blank,
-answered and wrong-answer variants run in one kernel, in one pass over its cells
-(notebook_tools.run_exercise_variants), which the toy notebook at the end proves equal to a
-fresh kernel per variant.
+answered and wrong-answer variants are not a run of their own: in make test they run inside
+nbval's run of the lesson (tests/nbval_fold.py), and their tests here (marked `folded`) move
+into the lesson's nbval file, after its last cell. notebook_tools.LessonFold says what runs
+where; the toy lesson at the end proves that it finds the first error a fresh kernel per
+variant of the learner's copy would find, and leaves what the lesson's cells print as it is.
 """
 import functools
 import re
