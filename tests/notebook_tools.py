@@ -181,14 +181,16 @@ class LessonFold:
     - "blank": the learner's copy as it is; before the first exercise cell, its stub then its
       check (a blank copy stops at its first check, so nothing later is ever reached);
     - each wrong answer of `wrong`, {(exercise, name): body}: before its exercise's cell, the
-      stub replaced by the body, then the check, the earlier exercises holding their reference
-      answers as in a copy filled in with {**reference, exercise: body};
+      stub replaced by the body, then the check: the first error of a copy filled in with
+      {**reference, exercise: body}, the earlier exercises holding the lesson's own answers
+      (right answers both, which the checks of the earlier exercises have passed);
     - "reference": the copy with every stub replaced by its answer in `reference` (the stub
-      where it has none): after each exercise's check has run, its reference answer and the
-      check again, so that from there on the lesson's later cells use the reference answer, as
-      in that copy (if it fails, the lesson's own answer is put back for the lesson's later
-      cells); and before each other cell that differs in the learner's copy (a question whose
-      answer is blank), that cell.
+      where it has none): before each exercise's cell, after its wrong answers, its reference
+      answer then the check; and before each other cell that differs in the learner's copy (a
+      question whose answer is blank), that cell. The lesson's own cell then runs, so the
+      lesson's later cells use the lesson's answer, whose outputs nbval compares: a reference
+      answer may print differently (lesson 04's layer_norm prints -0. where the lesson's prints
+      0.), so it is proven by its check, and the cells after it by the lesson's answer.
 
     The random number generators are put back after every such run, so the lesson's later
     cells draw what they would have without them. Once a lesson cell fails (`failed`), the fold
@@ -204,7 +206,6 @@ class LessonFold:
         self.reference, self.wrong = reference, dict(wrong)
         found = exercises(learner)
         self.exercise_at = {i: (name, check) for name, i, check in found}
-        self.check_at = {check: (name, i) for name, i, check in found}
         self.first_error = {}
         self.pending = {"reference", "blank", *self.wrong} if found else {"reference"}
         self.stopped = None          # why the fold stopped before the lesson's end
@@ -234,27 +235,26 @@ class LessonFold:
             for key, body in self.wrong.items():
                 if key[0] == name and key in self.pending:
                     self._branch(key, replace_stub(learner.source, name, body), index, run)
+            if "reference" in self.pending:
+                source = learner.source
+                if name in self.reference:
+                    source = replace_stub(source, name, self.reference[name])
+                _, check = self.exercise_at[index]
+                error = run(source, index) or run(self.learner.cells[check].source, check)
+                if error is not None:
+                    self._reference_stops(error)
         elif learner.source != self.lesson.cells[index].source:
             error = run(learner.source, index)
             if error is not None:
                 self._reference_stops(error)
 
     def after(self, index, run, failed=False):
-        """After the lesson's code cell `index` ran (`failed`: it raised, or nbval failed it)."""
+        """After the lesson's code cell `index` ran (`failed`: it raised, or nbval failed it).
+        Nothing is run there today; `run` is kept so that a driver need not know."""
         if self.stopped or not self.pending:
             return
         if failed:
             self.stopped = f"the lesson's own cell {index} failed"
-            return
-        if index in self.check_at and "reference" in self.pending:
-            name, cell = self.check_at[index]
-            source = self.learner.cells[cell].source
-            if name in self.reference:
-                source = replace_stub(source, name, self.reference[name])
-            error = run(source, cell) or run(self.learner.cells[index].source, index)
-            if error is not None:
-                self._reference_stops(error)
-                run(self.lesson.cells[cell].source, cell)   # the lesson's own answer, back
 
     def finish(self):
         """The lesson's last cell has run: the reference answers ran to the end."""
