@@ -10,7 +10,8 @@ endif
 
 # One process per core, and one torch thread per process: processes whose threads outnumber
 # the cores slow each other down many times over. Each file's tests on one process (loadfile:
-# a notebook's cells share one kernel, and a lesson's exercise variants one run), the longest
+# a notebook's cells share one kernel, and each lesson's exercise variants run inside nbval's
+# run of it, their tests in its file after its last cell: tests/nbval_fold.py), the longest
 # files first (conftest.py orders them; --no-loadscope-reorder keeps that order). A kernel gets
 # 5 minutes to start on a busy machine (nbval's default is 60 s); conftest.py makes nbval wait
 # as patiently for a cell's outputs.

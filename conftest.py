@@ -1,11 +1,14 @@
 """pytest set-up for the whole repository (tests/ and the nbval runs of notebooks/)."""
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "tests"))       # tests/nbval_fold.py and the helpers it uses
+pytest_plugins = ["nbval_fold"]               # each lesson's exercise variants in its nbval run
 
 # nbval waits a fixed 5 s for each message a kernel sends after a cell finishes and fails with
 # "Timeout of 5 seconds exceeded waiting for output" when none comes in time. On a busy machine a
@@ -13,12 +16,15 @@ ROOT = Path(__file__).resolve().parent
 # is patience only: every output is still compared, and --nbval-cell-timeout still bounds a cell.
 NBVAL_OUTPUT_TIMEOUT = 120  # seconds
 
-# About how many CPU seconds the test files take that run far longer than their count of tests
-# suggests; only the order of the run depends on these figures. tests/test_exercise_notebooks.py
-# runs every lesson's exercise notebook once: 410 s measured (docs/run-times.md).
-# tests/test_grading.py grades a class of about 40 copies of lesson 00 (its graded_class
-# fixture), at 4 to 6 s of CPU each (issue 23's figure): an estimate, not measured as one file.
-HEAVY_FILES = {"tests/test_exercise_notebooks.py": 410, "tests/test_grading.py": 200}
+# About how many seconds (on the scale of the lessons' stated run times) the test files take
+# that run far longer than their count of tests suggests; only the order of the run depends on
+# these figures. Each is the file's slowest tests' wall time in one make test at load 6 to 10
+# (docs/run-times.md, 2026-12-01), divided by 2.5, the ratio of a lesson's wall time there to
+# its stated run time. A lesson's nbval run, which now also runs its exercise variants
+# (tests/nbval_fold.py), weighs its stated run time.
+HEAVY_FILES = {"tests/test_grading.py": 330, "tests/test_docs.py": 170,
+               "tests/test_fast_paths.py": 65, "tests/test_exercise_notebooks.py": 65,
+               "tests/test_grading_term.py": 50, "tests/test_train_command.py": 47}
 
 _RUN_TIME = re.compile(r"\*\*Run time:\*\* about (\d+(?:\.\d+)?) (s|min)\b")
 
@@ -87,5 +93,7 @@ def group_and_order(items):
 # tryfirst: before pytest-xdist's own hook reads the marks (--dist loadgroup)
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
+    from nbval_fold import fold_into_nbval
+    fold_into_nbval(items)
     wait_patiently(items)
     group_and_order(items)

@@ -1,15 +1,20 @@
-"""A lesson's exercise variants run two ways: one kernel for all (as the tests run them), and a
-fresh kernel for each (as they ran before); the first errors, and the CPU each way took.
+"""A lesson's exercise variants folded into one run of the lesson (as make test runs them), against
+a fresh kernel for each; the first errors, the lesson's outputs, and the CPU each way took.
 
     OMP_NUM_THREADS=1 python bench/exercise_variants.py 00_start_here.ipynb [more lessons]
 
-For each lesson's notebook in exercises/: the blank notebook, the notebook with the reference
-answers (tests/answers_NN.py), and one with each injected wrong answer. One way is
-tests/notebook_tools.run_exercise_variants (one kernel, one pass over the cells); the other is
-notebook_tools.first_error on each filled-in copy (one kernel per variant). It prints, per
-lesson, whether every variant's first error (cell, exception, message) is the same both ways,
-and the CPU seconds of this process's children (the kernels) and the wall time of each way.
+For each lesson: the blank exercise notebook, the one with the reference answers
+(tests/answers_NN.py), and one with each injected wrong answer. One way is
+tests/notebook_tools.run_folded: the solved lesson notebooks/NN run once, top to bottom, with
+the variants of its learner's copy exercises/NN folded in (what tests/nbval_fold.py does inside
+nbval's run in make test). The other is notebook_tools.first_error on each filled-in copy of
+exercises/NN (one fresh kernel per variant), and the lesson run alone. It prints, per lesson,
+whether every variant's first error (cell, exception, message) is the same both ways, whether
+the lesson's cells printed the same with and without the variants folded in (cells tagged
+nbval-ignore-output left out: they print timings), and the CPU seconds of this process's
+children (the kernels) and the wall time of each way, with the load average.
 """
+import copy
 import json
 import os
 import resource
@@ -20,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from answers import REFERENCE, WRONG  # noqa: E402
-from course_lib.exercises import exercises  # noqa: E402
-from notebook_tools import fill, first_error, read, run_exercise_variants  # noqa: E402
+from answers import REFERENCE  # noqa: E402
+from notebook_tools import (NotebookClient, fill, first_error, injected_wrong,  # noqa: E402
+                            printed_text, read, run_folded)
 
 
 def children_cpu():
@@ -30,21 +35,46 @@ def children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
+def timed(thunk):
+    """thunk()'s value, and the CPU seconds of the kernels it started and its wall time."""
+    cpu, wall = children_cpu(), time.perf_counter()
+    value = thunk()
+    return value, dict(cpu_s=round(children_cpu() - cpu, 1),
+                       wall_s=round(time.perf_counter() - wall, 1))
+
+
+def plain_run(lesson):
+    """What the lesson's code cells print, run alone in a fresh kernel (as nbval runs it)."""
+    nb = copy.deepcopy(lesson)
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    return printed_text(nb)
+
+
+def compared(lesson, outputs):
+    """`outputs` less the cells whose outputs nbval does not compare."""
+    code = [c for c in lesson.cells if c.cell_type == "code"]
+    return [o for c, o in zip(code, outputs)
+            if "nbval-ignore-output" not in c.get("metadata", {}).get("tags", [])]
+
+
 def measure(name):
-    nb = read(ROOT / "exercises" / name)
-    names = [e for e, _, _ in exercises(nb)]
-    wrong = {(w.exercise, w.name): w.body for w in WRONG if w.inject and w.exercise in names}
-    cpu, wall = children_cpu(), time.perf_counter()
-    shared = run_exercise_variants(nb, REFERENCE, wrong)
-    one = dict(cpu_s=round(children_cpu() - cpu, 1), wall_s=round(time.perf_counter() - wall))
-    cpu, wall = children_cpu(), time.perf_counter()
-    separate = {"blank": first_error(nb), "reference": first_error(fill(nb, REFERENCE))}
-    for (exercise, wrong_name), body in wrong.items():
-        separate[(exercise, wrong_name)] = first_error(fill(nb, {**REFERENCE, exercise: body}))
-    each = dict(cpu_s=round(children_cpu() - cpu, 1), wall_s=round(time.perf_counter() - wall))
-    differ = [str(key) for key in separate if shared[key] != separate[key]]
+    lesson, learner = read(ROOT / "notebooks" / name), read(ROOT / "exercises" / name)
+    wrong = injected_wrong(learner)
+    folded, one = timed(lambda: run_folded(lesson, learner, REFERENCE, wrong))
+    alone, plain = timed(lambda: plain_run(lesson))
+
+    def each_variant():
+        found = {"blank": first_error(learner), "reference": first_error(fill(learner, REFERENCE))}
+        for (exercise, wrong_name), body in wrong.items():
+            found[(exercise, wrong_name)] = first_error(fill(learner, {**REFERENCE, exercise: body}))
+        return found
+    separate, each = timed(each_variant)
+    differ = [str(key) for key in separate if folded.get(key) != separate[key]]
+    same_outputs = compared(lesson, folded["outputs"]) == compared(lesson, alone)
     return dict(lesson=name, variants=len(separate), same_first_errors=not differ,
-                differ=differ, one_kernel=one, a_kernel_each=each)
+                differ=differ, lesson_error=folded["lesson"], same_lesson_outputs=same_outputs,
+                folded_run=one, lesson_alone=plain, a_kernel_per_variant=each)
 
 
 def main(argv=None):
@@ -54,7 +84,7 @@ def main(argv=None):
     print(json.dumps(dict(load_average_before=[round(x, 2) for x in load],
                           load_average_after=[round(x, 2) for x in os.getloadavg()],
                           lessons=results), indent=2))
-    return 0 if all(r["same_first_errors"] for r in results) else 1
+    return 0 if all(r["same_first_errors"] and r["same_lesson_outputs"] for r in results) else 1
 
 
 if __name__ == "__main__":

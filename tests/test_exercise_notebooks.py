@@ -1,9 +1,11 @@
 """The exercise notebooks: generated from the lessons, failing when blank, passing when answered.
 
 These are COURSE.md's grader tests 2-4; test 1 is nbval on notebooks/ itself. A lesson's blank,
-answered and wrong-answer variants run in one kernel, in one pass over its cells
-(notebook_tools.run_exercise_variants), which the toy notebook at the end proves equal to a
-fresh kernel per variant.
+answered and wrong-answer variants are not a run of their own: in make test they run inside
+nbval's run of the lesson (tests/nbval_fold.py), and their tests here (marked `folded`) move
+into the lesson's nbval file, after its last cell. notebook_tools.LessonFold says what runs
+where; the toy lesson at the end proves that it finds the first error a fresh kernel per
+variant of the learner's copy would find, and leaves what the lesson's cells print as it is.
 """
 import functools
 import re
@@ -13,7 +15,7 @@ import pytest
 from course_lib.exercises import exercises, stale, tags
 
 from answers import REFERENCE, WRONG
-from notebook_tools import LESSONS, ROOT, read, run_exercise_variants
+from notebook_tools import FOLDED, LESSONS, ROOT, injected_wrong, read, run_folded
 
 NAMES = [path.name for path in LESSONS]
 
@@ -63,42 +65,56 @@ def lesson_of(exercise):
 _RUNS = {}
 
 
-def variants_of(name):
-    """The first error of each variant of lesson `name`'s exercise notebook: blank, answered
-    with the reference answers, and each injected wrong answer (run_exercise_variants: one
-    kernel a lesson, one pass over its cells, the same first errors as a fresh kernel each).
-    Computed once per test process: make test's --dist loadfile runs this whole file in one."""
-    if name not in _RUNS:
-        wrong = {(w.exercise, w.name): w.body for w in INJECTED if lesson_of(w.exercise) == name}
-        try:
-            _RUNS[name] = run_exercise_variants(exercise_notebook(name), REFERENCE, wrong)
-        except Exception as exc:  # every test of the lesson reports it, none reruns the lesson
-            _RUNS[name] = exc
-    if isinstance(_RUNS[name], Exception):
-        raise _RUNS[name]
-    return _RUNS[name]
+def variant(name, key):
+    """The first error of one variant of lesson `name`'s exercise notebook: "blank", "reference"
+    (answered with the reference answers) or (exercise, wrong answer's name); None if it ran to
+    the end. In make test they come from nbval's run of notebooks/<name>, into which
+    tests/nbval_fold.py folds the variants, and these tests run in that lesson's nbval file,
+    after its last cell. Run alone, without the lesson under nbval, the lesson runs once here
+    with the variants folded in the same way (notebook_tools.run_folded)."""
+    fold = FOLDED.get(name)
+    if fold is not None:
+        results, why = fold.results(), fold.stopped or "its nbval run has not reached it"
+    else:
+        if name not in _RUNS:
+            try:
+                _RUNS[name] = run_folded(read(ROOT / "notebooks" / name), exercise_notebook(name),
+                                         REFERENCE, injected_wrong(exercise_notebook(name)))
+            except Exception as exc:  # every test of the lesson reports it, none reruns it
+                _RUNS[name] = exc
+        if isinstance(_RUNS[name], Exception):
+            raise _RUNS[name]
+        results, why = _RUNS[name], f"the lesson's own cell failed: {_RUNS[name]['lesson']}"
+    assert key in results, f"{name}: the variant {key!r} was not run, since {why}"
+    return results[key]
 
 
-@pytest.mark.parametrize("name", NAMES)
+def folded(name):
+    """The mark by which tests/nbval_fold.py moves a test into lesson `name`'s nbval run."""
+    return pytest.mark.folded(name)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=folded(n)) for n in NAMES])
 def test_blank_notebook_fails_first_at_its_first_check(name):
     found = exercises(exercise_notebook(name))
     assert found, f"{name} has no exercises"
     first_name, _, first_check = found[0]
-    index, ename, evalue = variants_of(name)["blank"]
+    index, ename, evalue = variant(name, "blank")
     assert (index, ename) == (first_check, "NotImplementedError")
     assert f"Exercise '{first_name}'" in evalue
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=folded(n)) for n in NAMES])
 def test_notebook_passes_with_the_reference_answers(name):
-    assert variants_of(name)["reference"] is None
+    assert variant(name, "reference") is None
 
 
-@pytest.mark.parametrize("wrong", INJECTED, ids=lambda w: f"{w.exercise}-{w.name}")
+@pytest.mark.parametrize("wrong", [pytest.param(w, marks=folded(lesson_of(w.exercise)),
+                                                id=f"{w.exercise}-{w.name}") for w in INJECTED])
 def test_injected_wrong_answer_fails_at_its_check_with_its_hint(wrong):
     nb = exercise_notebook(lesson_of(wrong.exercise))
     check = next(j for e, _, j in exercises(nb) if e == wrong.exercise)
-    index, ename, evalue = variants_of(lesson_of(wrong.exercise))[(wrong.exercise, wrong.name)]
+    index, ename, evalue = variant(lesson_of(wrong.exercise), (wrong.exercise, wrong.name))
     assert (index, ename) == (check, "AssertionError")
     assert wrong.hint in evalue
 
@@ -132,59 +148,97 @@ def test_code_fits_a_laptop_window(name):
     assert not long, f"{name}: code lines over 100 characters (cell, line): {long[:3]}"
 
 
-def _toy_exercise_notebook():
-    """Two exercises with their checks, a cell between them that uses the first answer, and a
-    cell after the last that a wrong first answer would break."""
+def _toy_lesson():
+    """A solved lesson of two exercises with their checks, a cell between them that uses the
+    first answer, a question, and a last cell that a wrong first answer would break and that
+    prints what the random generators draw."""
     import nbformat
 
     def code(source, *tag):
         return nbformat.v4.new_code_cell(source, metadata={"tags": list(tag)})
-    checks = ("def check_double(f):\n"
+
+    def solved(signature, body):
+        return f"def {signature}:\n    ### BEGIN SOLUTION\n    {body}\n    ### END SOLUTION"
+    checks = ("import random\nimport numpy as np\nimport torch\n"
+              "random.seed(0); np.random.seed(0); torch.manual_seed(0)\n"
+              "from course_lib.checks import answer\n"
+              "def check_double(f):\n"
               "    assert f(2) == 4, 'double: multiply by 2'\n"
               "def check_halve(f):\n"
               "    assert f(4) == 2, 'halve: divide by 2'\n"
               "LOG = []\n")
     cells = [nbformat.v4.new_markdown_cell("# A toy lesson"), code(checks),
-             code("def double(x):\n    " + stub_of("double"), "exercise"),
+             code(solved("double(x)", "return 2 * x"), "exercise"),
              code("check_double(double)", "check"),
              code("LOG.append(double(5))"),
-             code("def halve(x):\n    " + stub_of("halve"), "exercise"),
+             code('answer("00-bytes", 12)', "question"),
+             code(solved("halve(x)", "return x // 2"), "exercise"),
              code("check_halve(halve)", "check"),
-             code("assert LOG == [10], LOG")]
+             code("assert LOG == [10], LOG\n"
+                  "print(torch.rand(2).tolist(), np.random.rand(), random.random())")]
     return nbformat.v4.new_notebook(cells=cells)
 
 
-def stub_of(name):
-    from course_lib.exercises import stub
-    return stub(name)
-
-
 def test_one_kernel_run_finds_the_first_errors_of_separate_runs(tmp_path):
-    """run_exercise_variants against a fresh kernel per variant (notebook_tools.first_error):
-    the blank, the reference, a wrong answer at each exercise, one that fails in its own cell,
-    and one that reaches its check only after the reference run has stopped."""
+    """run_folded (the solved lesson run once, the learner's copy's variants folded in, as the
+    nbval run of make test does it) against a fresh kernel per variant of the learner's copy
+    (notebook_tools.first_error): the blank, the reference, a wrong answer at each exercise,
+    one that fails in its own cell, one that draws random numbers, and one that reaches its
+    check only after the reference run has stopped. The lesson's own cells print what they
+    print without the variants."""
+    from course_lib.exercises import working_copy
     from notebook_tools import fill, first_error
-    nb = _toy_exercise_notebook()
-    reference = {"double": "return 2 * x", "halve": "return x // 2"}
+    lesson = _toy_lesson()
+    learner = working_copy(lesson, "toy.ipynb")       # what python -m course_lib.exercises makes
+    reference = {"double": "return x + x", "halve": "return x // 2"}
     wrong = {("double", "adds"): "return x + 3",             # fails its check
              ("double", "broken"): "return undefined_name",  # fails in the check's call
-             ("halve", "keeps"): "return x",
+             ("halve", "keeps"): "torch.rand(9); np.random.rand(); random.random()\nreturn x",
              ("halve", "syntax"): "return (x"}
-    shared = run_exercise_variants(nb, reference, wrong, cwd=tmp_path, timeout=60)
-    separate = {"blank": first_error(nb, cwd=tmp_path, timeout=60),
-                "reference": first_error(fill(nb, reference), cwd=tmp_path, timeout=60)}
+    shared = run_folded(lesson, learner, reference, wrong, cwd=tmp_path, timeout=60)
+    separate = {"blank": first_error(learner, cwd=tmp_path, timeout=60),
+                "reference": first_error(fill(learner, reference), cwd=tmp_path, timeout=60)}
     for (exercise, name), body in wrong.items():
-        separate[(exercise, name)] = first_error(fill(nb, {**reference, exercise: body}),
+        separate[(exercise, name)] = first_error(fill(learner, {**reference, exercise: body}),
                                                  cwd=tmp_path, timeout=60)
+    assert shared.pop("lesson") is None
+    assert shared.pop("outputs") == _plain_outputs(lesson, tmp_path)
     assert shared == separate
     assert shared["reference"] is None
     assert shared["blank"][:2] == (3, "NotImplementedError")
     assert shared[("double", "adds")][:2] == (3, "AssertionError")
     assert shared[("double", "broken")][:2] == (3, "NameError")
-    assert shared[("halve", "keeps")][:2] == (6, "AssertionError")
-    assert shared[("halve", "syntax")][:2] == (5, "SyntaxError")
+    assert shared[("halve", "keeps")][:2] == (7, "AssertionError")
+    assert shared[("halve", "syntax")][:2] == (6, "SyntaxError")
     # a reference answer that breaks: the variants after it never reach their checks
-    broken = run_exercise_variants(nb, {**reference, "double": "return 2 * x + 1"},
-                                   {("halve", "keeps"): "return x"}, cwd=tmp_path, timeout=60)
+    broken = run_folded(lesson, learner, {**reference, "double": "return 2 * x + 1"},
+                        {("halve", "keeps"): "return x"}, cwd=tmp_path, timeout=60)
     assert broken["reference"][:2] == (3, "AssertionError")
     assert broken[("halve", "keeps")] == broken["reference"]
+    assert broken["lesson"] is None
+
+
+def _plain_outputs(lesson, cwd):
+    """What each code cell of `lesson` prints, run alone in a fresh kernel (printed_text)."""
+    import copy
+
+    from notebook_tools import NotebookClient, printed_text
+    nb = copy.deepcopy(lesson)
+    NotebookClient(nb, timeout=60, kernel_name="python3",
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    return printed_text(nb)
+
+
+def test_a_variant_the_run_did_not_reach_fails_its_test(monkeypatch):
+    """A variant test whose lesson's run stopped before the variant (a lesson cell failed) fails
+    and says why; it is never skipped, and never passes on a result it does not have."""
+    from course_lib.exercises import working_copy
+    from notebook_tools import LessonFold
+    lesson = _toy_lesson()
+    fold = LessonFold(lesson, working_copy(lesson, "toy.ipynb"), {}, {("halve", "keeps"): "return x"})
+    fold.after(1, run=None, failed=True)          # the lesson's first code cell failed
+    monkeypatch.setitem(FOLDED, "toy.ipynb", fold)
+    with pytest.raises(AssertionError, match="the lesson's own cell 1 failed"):
+        variant("toy.ipynb", ("halve", "keeps"))
+    with pytest.raises(AssertionError, match="was not run"):
+        variant("toy.ipynb", "reference")

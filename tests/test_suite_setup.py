@@ -75,3 +75,36 @@ def test_make_lab_opens_the_learners_working_copy():
     lab = (ROOT / "Makefile").read_text().split("\nlab:", 1)[1].split("\n\n", 1)[0]
     url = lab.split("--LabApp.default_url=/lab/tree/", 1)[1].split()[0]
     assert url == "exercises/00_start_here.ipynb" and (ROOT / url).is_file()
+
+
+def test_variant_tests_run_in_their_lessons_nbval_file_after_its_last_cell():
+    """With a lesson under nbval, its variant tests move into its nbval file, after its last
+    cell, under the same names (so --dist loadfile runs them in the process that ran the lesson,
+    after it); the variant tests of a lesson not under nbval stay in tests/."""
+    import subprocess
+    import sys
+    found = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         "--nbval", "--nbval-current-env", "notebooks/00_start_here.ipynb",
+         "tests/test_exercise_notebooks.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    ids = [line for line in found.stdout.splitlines() if "::" in line]
+    lesson = [i for i in ids if i.startswith("notebooks/00_start_here.ipynb::")]
+    cells = [i for i in lesson if "::Cell " in i]
+    moved = lesson[len(cells):]
+    assert cells and lesson[:len(cells)] == cells, found.stdout[-2000:]
+    assert "notebooks/00_start_here.ipynb::test_blank_notebook_fails_first_at_its_first_check" \
+        "[00_start_here.ipynb]" in moved
+    assert "notebooks/00_start_here.ipynb::test_notebook_passes_with_the_reference_answers" \
+        "[00_start_here.ipynb]" in moved
+    assert any("test_injected_wrong_answer" in i for i in moved)
+    assert not any("[00_start_here.ipynb]" in i and "blank" in i for i in ids
+                   if i.startswith("tests/"))
+    assert "tests/test_exercise_notebooks.py::test_blank_notebook_fails_first_at_its_first_check" \
+        "[01_attention_by_hand.ipynb]" in ids
+    count = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         "tests/test_exercise_notebooks.py"], cwd=ROOT, capture_output=True, text=True,
+        timeout=600)
+    assert len([i for i in count.stdout.splitlines() if "::" in i]) == len(
+        [i for i in ids if i.startswith("tests/") or i in moved])
