@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
 from course_lib.grading import replay, run, sandbox  # noqa: E402
+from course_lib.grading.questions import is_question  # noqa: E402
 from grading import solved  # noqa: E402
 
 KERNEL = """\
@@ -89,7 +90,8 @@ def main(argv=None):
                     start = time.monotonic()
                     graded = run.grade(path, sandbox=sandboxed, replayer=r)
                     wall.append(time.monotonic() - start)
-                    assert all(x.status == "passed" for x in graded.results), graded.results
+                    checks = [x for x in graded.results if not is_question(x.exercise)]
+                    assert all(x.status == "passed" for x in checks), checks
                     cpu.append(graded.cpu_seconds)
                     replays.append(graded.replay_cpu_seconds)
                 how = "in the sandbox" if sandboxed else "without the sandbox"
