@@ -1007,6 +1007,28 @@ def test_feedback_html_escapes_the_learners_own_html():
     assert "Check <code>next_token_targets</code>: failed" in html and "0 of 1 points" in html
 
 
+def test_the_feedback_page_is_nbconverts_page_without_its_second_pass(monkeypatch):
+    """The grader's exporter skips HTMLExporter's BeautifulSoup pass and adds what it adds itself:
+    parsed, the two pages are the same (but for the new cells' random ids and the time)."""
+    from bs4 import BeautifulSoup
+    from nbconvert import HTMLExporter
+    nb = read(ROOT / "notebooks" / "01_attention_by_hand.ipynb")  # images, HTML, widgets' stills
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell('<img src="x.png"> <div class="jp-OutputArea-output">mine</div>'))
+    graded = run.Graded(ROOT / "01_attention_by_hand.ipynb", "01_attention_by_hand", submission=nb,
+                        results=[verdicts.Result("softmax", "failed", "Hint: <b>x</b>", 0, 1)])
+    monkeypatch.setattr(feedback, "_EXPORTERS", type(feedback._EXPORTERS)())
+    fast = feedback.feedback_html(graded, "ada")
+    monkeypatch.setattr(feedback, "_page_exporter", lambda: HTMLExporter)
+    monkeypatch.setattr(feedback, "_EXPORTERS", type(feedback._EXPORTERS)())
+    theirs = feedback.feedback_html(graded, "ada")
+
+    def parsed(page):
+        return re.sub(r"Graded \d{4}-\d\d-\d\d \d\d:\d\d|cell-id=[0-9a-f-]+", "",
+                      str(BeautifulSoup(page, features="html.parser")))
+    assert fast.count('tabindex="0"') > 10
+    assert parsed(fast) == parsed(theirs)
+
+
 def test_a_record_line_not_signed_by_the_plugin_is_refused(tmp_path, monkeypatch):
     path = tmp_path / "record.jsonl"
     monkeypatch.setattr(plugin, "_RECORD", [str(path), "secret"])
