@@ -5,7 +5,8 @@
 Each part runs in a fresh process (as grading runs it) and is timed by the CPU its process
 used (user + system, from getrusage of the finished child), the median of --repeat runs:
 Python itself, the kernel's imports (torch, numpy, matplotlib), pytest with nbval and its
-imports, a Jupyter kernel started and stopped, the replay worker's start, and then one
+imports, a Jupyter kernel started and stopped, a check cell's fresh import of the checkers
+(from source, and from the bytecode the grader gives each copy), the replay worker's start, and then one
 notebook of the lesson graded whole (its solution), without and with the sandbox. Prints the
 machine and its load, since a busy machine's CPU seconds run higher (caches, frequency).
 """
@@ -13,6 +14,7 @@ import argparse
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,7 +27,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
-from course_lib.grading import replay, run, sandbox  # noqa: E402
+from course_lib.grading import graded_copy, replay, run, sandbox  # noqa: E402
 from course_lib.grading.questions import is_question  # noqa: E402
 from grading import solved  # noqa: E402
 
@@ -70,6 +72,27 @@ def main(argv=None):
     for name, code in PARTS.items():
         runs = [child_cpu([sys.executable, "-c", code], env) for _ in range(args.repeat)]
         print(f"{statistics.median(runs):6.2f} s  {name}")
+    # What one check cell's fresh import of the checkers costs (each check cell imports
+    # course_lib.checks afresh from the graded copy), from source and from the bytecode that
+    # the grader now puts in each copy: over a process that already imported what the learner's
+    # cells did (torch, numpy, nbformat).
+    with tempfile.TemporaryDirectory(prefix="grading-profile-copy-") as tmp:
+        source, compiled = Path(tmp) / "source", Path(tmp) / "compiled"
+        for folder in (source, compiled):
+            shutil.copytree(ROOT / "course_lib", folder / "course_lib",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        graded_copy._add_bytecode(compiled, ROOT)
+        before = "import sys; sys.modules['rfc3987_syntax'] = None\nimport torch, numpy, nbformat\n"
+        base = {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+        runs = {name: statistics.median(child_cpu([sys.executable, "-c", before + code],
+                                                  {**base, "PYTHONPATH": str(where)})
+                                        for _ in range(args.repeat))
+                for name, code, where in (("none", "", source),
+                                          ("source", "import course_lib.checks", source),
+                                          ("bytecode", "import course_lib.checks", compiled))}
+        print(f"{runs['source'] - runs['none']:6.2f} s  a check cell's import of course_lib.checks, "
+              f"from source (as every check cell did)")
+        print(f"{runs['bytecode'] - runs['none']:6.2f} s  the same, from the copy's bytecode (as now)")
     starts = []
     for _ in range(args.repeat):
         with replay.Replayer() as r:
