@@ -39,6 +39,21 @@ kc.stop_channels()
 km.shutdown_kernel(now=False)
 """
 
+# A check cell's import of the checkers, five times over, each after the kernel's course_lib
+# modules are set aside as the check cell does: the CPU seconds of each import.
+RECHECK = """\
+import sys, time
+sys.modules["rfc3987_syntax"] = None
+import course_lib.checks
+assert course_lib.__file__.startswith(sys.argv[1]), course_lib.__file__
+for _ in range(5):
+    kept = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] == "course_lib"}
+    start = time.process_time()
+    import course_lib.checks
+    print(round(time.process_time() - start, 4))
+    sys.modules.update(kept)
+"""
+
 PARTS = {
     "python, nothing imported": "pass",
     "import torch": "import torch",
@@ -72,27 +87,26 @@ def main(argv=None):
     for name, code in PARTS.items():
         runs = [child_cpu([sys.executable, "-c", code], env) for _ in range(args.repeat)]
         print(f"{statistics.median(runs):6.2f} s  {name}")
-    # What one check cell's fresh import of the checkers costs (each check cell imports
-    # course_lib.checks afresh from the graded copy), from source and from the bytecode that
-    # the grader now puts in each copy: over a process that already imported what the learner's
-    # cells did (torch, numpy, nbformat).
+    # What one check cell's fresh import of the checkers costs: each check cell drops the
+    # kernel's course_lib modules and imports course_lib.checks afresh from the graded copy,
+    # after the learner's cells imported it once. Timed inside the process (CPU of that import
+    # alone), from a copy without bytecode (as every check cell did) and with the bytecode the
+    # grader now puts in each copy.
     with tempfile.TemporaryDirectory(prefix="grading-profile-copy-") as tmp:
         source, compiled = Path(tmp) / "source", Path(tmp) / "compiled"
         for folder in (source, compiled):
             shutil.copytree(ROOT / "course_lib", folder / "course_lib",
                             ignore=shutil.ignore_patterns("__pycache__"))
         graded_copy._add_bytecode(compiled, ROOT)
-        before = "import sys; sys.modules['rfc3987_syntax'] = None\nimport torch, numpy, nbformat\n"
-        base = {**env, "PYTHONDONTWRITEBYTECODE": "1"}
-        runs = {name: statistics.median(child_cpu([sys.executable, "-c", before + code],
-                                                  {**base, "PYTHONPATH": str(where)})
-                                        for _ in range(args.repeat))
-                for name, code, where in (("none", "", source),
-                                          ("source", "import course_lib.checks", source),
-                                          ("bytecode", "import course_lib.checks", compiled))}
-        print(f"{runs['source'] - runs['none']:6.2f} s  a check cell's import of course_lib.checks, "
-              f"from source (as every check cell did)")
-        print(f"{runs['bytecode'] - runs['none']:6.2f} s  the same, from the copy's bytecode (as now)")
+        for name, where in (("from source (as every check cell did)", source),
+                            ("from the copy's bytecode (as now)", compiled)):
+            runs = []
+            for _ in range(args.repeat):
+                done = subprocess.run([sys.executable, "-c", RECHECK, str(where)], check=True, capture_output=True,
+                                      text=True, cwd=tmp, env={**env, "PYTHONDONTWRITEBYTECODE": "1",
+                                                               "PYTHONPATH": str(where)})
+                runs.append(statistics.median(map(float, done.stdout.split())))
+            print(f"{statistics.median(runs):6.2f} s  a check cell's fresh import of course_lib.checks, {name}")
     starts = []
     for _ in range(args.repeat):
         with replay.Replayer() as r:
