@@ -337,7 +337,7 @@ def _faked_cells():
     nb = fill(real_blank(), {"text_to_ids": text_to_ids_wrong().body, EXERCISE: UNSHIFTED.body,
                              "next_byte_loss": LOSS_WRONG.body})
     lesson = read(ROOT / "notebooks" / LESSON)
-    theirs = {n: lesson.cells[j] for n, _, j in exercises(lesson)}  # noqa: the real lesson's
+    theirs = {n: lesson.cells[j] for n, _, j in exercises(lesson)}
     for name, _, j in exercises(nb):
         line = "".join(o["text"] for o in theirs[name].outputs)
         cell = nb.cells[j]
