@@ -11,7 +11,8 @@ records/), then forks a child that runs the copy's code cells in an in-process I
 record, and every check must pass, as in grading. It prints the CPU of each child (user +
 system, from getrusage of the finished child), the parent's imports once, and the same notebook
 graded today (`run.grade`, without the sandbox: pytest and its kernel, as pytest measured them),
-with the machine and its load.
+with the machine and its load. On Linux it also says whether a child forked from the parent
+can make namespaces of its own (`unshare`), which the design's sandbox would need.
 """
 import argparse
 import json
@@ -72,6 +73,45 @@ def run_forked(copy_root, nb):
     return children_cpu() - before
 
 
+CLONE = {"mount": 0x20000, "user": 0x10000000, "PID": 0x20000000, "network": 0x40000000,
+         "IPC": 0x08000000, "UTS": 0x04000000}
+
+
+def namespaces_in_a_fork():
+    """Whether a child forked from this (pre-imported) process can make namespaces of its own: a line.
+
+    unshare() refuses a process with more than one thread (for a user namespace), so this says
+    how many threads the parent and the child have, whether the child's unshare of new mount, PID,
+    IPC, network and UTS namespaces (and a user namespace, when not root) worked, and whether
+    torch still computes in a grandchild, the first process of the new PID namespace.
+    """
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    names = [n for n in CLONE if n != "user" or os.geteuid() != 0]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        said = f"the child has {len(os.listdir('/proc/self/task'))} thread(s); "
+        if libc.unshare(sum(CLONE[n] for n in names)) != 0:
+            said += f"unshare failed: {os.strerror(ctypes.get_errno())}"
+        else:
+            inner = os.fork()
+            if inner == 0:
+                import torch
+                ok = float((torch.ones(8, 8) @ torch.ones(8, 8)).sum()) == 512.0
+                os._exit(0 if ok and os.getpid() == 1 else 1)
+            _, code = os.waitpid(inner, 0)
+            said += (f"unshare of new {', '.join(names)} namespaces worked, and torch computed in "
+                     f"the first process of the new PID namespace: {'yes' if code == 0 else 'no'}")
+        os.write(write, said.encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read, "rb") as f:
+        said = f.read().decode()
+    return f"the parent has {len(os.listdir('/proc/self/task'))} thread(s); " + said
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lessons", default="00,01", help="comma-separated lesson numbers")
@@ -88,6 +128,8 @@ def main(argv=None):
     import course_lib.checks  # noqa: F401
     print(f"{time.process_time():6.2f} s  the parent's start, once per grading job (Python, torch, numpy, "
           f"matplotlib, IPython, course_lib.checks and the grader)")
+    if sys.platform.startswith("linux"):
+        print(f"namespaces in a forked child: {namespaces_in_a_fork()}")
     wanted = args.lessons.split(",")
     with tempfile.TemporaryDirectory(prefix="grading-fork-") as tmp, replay.Replayer() as replayer:
         for lesson_path in sorted((ROOT / "notebooks").glob("*.ipynb")):
