@@ -464,6 +464,8 @@ import logging, warnings
 logging.basicConfig()
 logging.getLogger("mine").warning("a log line")
 warnings.warn("a warning of my own")
+import debugpy  # a library the graded kernel started without: the real one, all the same
+assert debugpy.__file__.endswith("__init__.py")
 return ids[:-1], ids[1:]"""
 HONEST = ["habits", "later_helper", "exec_answer", "globals_answer", "never_run", "v3", "subfolder"]
 

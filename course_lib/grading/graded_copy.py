@@ -142,6 +142,12 @@ def _grading_preload():
     # the check cells import course_lib.checks, which imports nbformat and so jsonschema, whose
     # optional URL grammar (rfc3987_syntax) costs about 2 s of CPU to compile and is never used
     sys.modules.setdefault("rfc3987_syntax", None)
+    # the kernel started without its debugger (debugpy, about 0.1 s of CPU), kept out by a module
+    # of that name that refuses to import, first on its path; out of the way now, so a notebook
+    # that imports debugpy gets the real one
+    sys.path[:] = [p for p in sys.path if os.path.basename(p) != {kernel_path!r}]
+    import importlib
+    importlib.invalidate_caches()
     for name in filter(None, os.environ.pop("COURSE_GRADING_PRELOAD", "").split(",")):
         try:
             __import__(name)
@@ -152,6 +158,9 @@ def _grading_preload():
 _grading_preload()
 del _grading_preload
 '''
+# A folder first on the kernel's path while it starts (`plugin.pytest_configure`), and only then.
+KERNEL_PATH = ".grading-kernel-path"
+NO_DEBUGGER = 'raise ImportError("a graded kernel starts without its debugger")\n'
 
 
 KERNEL_CONFIG = """\
@@ -373,7 +382,10 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
     (folder / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
     startup = folder / ".ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True)
-    (startup / "00-grading-preload.py").write_text(STARTUP, encoding="utf-8")
+    (startup / "00-grading-preload.py").write_text(STARTUP.replace("{kernel_path!r}", repr(KERNEL_PATH)),
+                                                  encoding="utf-8")
+    (folder / KERNEL_PATH).mkdir()
+    (folder / KERNEL_PATH / "debugpy.py").write_text(NO_DEBUGGER, encoding="utf-8")
     (startup.parent / "ipython_kernel_config.py").write_text(KERNEL_CONFIG, encoding="utf-8")
     _copy_font_cache(folder / ".matplotlib")
     code = [c for c in nb.cells if c.cell_type == "code"]
