@@ -1031,6 +1031,24 @@ def test_the_feedback_page_is_nbconverts_page_without_its_second_pass(monkeypatc
     assert parsed(fast) == parsed(theirs)
 
 
+def test_a_graded_copy_gets_hash_checked_bytecode_that_python_ignores_for_a_changed_source(tmp_path):
+    """The copy's course_lib comes with the grader's bytecode (so no process compiles it from
+    source), which Python uses only for exactly the source it was compiled from."""
+    nb, placements = graded_copy.graded_copy(blank(), toy_lesson(), lessons.lesson_exercises(toy_lesson()), tmp_path)
+    graded_copy.write_copy(tmp_path, nb, LESSON, placements, 60, 0, 600)
+    cached = tmp_path / "course_lib" / "checks" / "__pycache__"
+    pyc = next(cached.glob("record.cpython-*.pyc"))
+    assert int.from_bytes(pyc.read_bytes()[4:8], "little") == 0b11  # PEP 552: hash-based, checked
+    assert graded_copy.tree_hash(tmp_path, ("course_lib",)) == graded_copy.tree_hash(ROOT, ("course_lib",))
+    source = tmp_path / "course_lib" / "checks" / "record.py"
+    source.write_text(source.read_text() + "\nCHANGED = True\n")
+    shown = subprocess.run([sys.executable, "-c", "import course_lib.checks.record as r, course_lib; "
+                            "print(course_lib.__file__, getattr(r, 'CHANGED', False))"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert shown.stdout.split() == [str(tmp_path / "course_lib" / "__init__.py"), "True"], shown.stderr
+
+
 def test_a_record_line_not_signed_by_the_plugin_is_refused(tmp_path, monkeypatch):
     path = tmp_path / "record.jsonl"
     monkeypatch.setattr(plugin, "_RECORD", [str(path), "secret"])
