@@ -5,7 +5,8 @@
 Each part runs in a fresh process (as grading runs it) and is timed by the CPU its process
 used (user + system, from getrusage of the finished child), the median of --repeat runs:
 Python itself, the kernel's imports (torch, numpy, matplotlib), pytest with nbval and its
-imports, a Jupyter kernel started and stopped, the replay worker's start, and then one
+imports, a Jupyter kernel started and stopped, a check cell's fresh import of the checkers
+(from source, and from the bytecode the grader gives each copy), the replay worker's start, and then one
 notebook of the lesson graded whole (its solution), without and with the sandbox. Prints the
 machine and its load, since a busy machine's CPU seconds run higher (caches, frequency).
 """
@@ -13,6 +14,7 @@ import argparse
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,7 +27,8 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
-from course_lib.grading import replay, run, sandbox  # noqa: E402
+from course_lib.grading import graded_copy, replay, run, sandbox  # noqa: E402
+from course_lib.grading.questions import is_question  # noqa: E402
 from grading import solved  # noqa: E402
 
 KERNEL = """\
@@ -34,6 +37,21 @@ km, kc = start_new_kernel(kernel_name="python3")
 kc.execute_interactive("1 + 1", timeout=120)
 kc.stop_channels()
 km.shutdown_kernel(now=False)
+"""
+
+# A check cell's import of the checkers, five times over, each after the kernel's course_lib
+# modules are set aside as the check cell does: the CPU seconds of each import.
+RECHECK = """\
+import sys, time
+sys.modules["rfc3987_syntax"] = None
+import course_lib.checks
+assert course_lib.__file__.startswith(sys.argv[1]), course_lib.__file__
+for _ in range(5):
+    kept = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] == "course_lib"}
+    start = time.process_time()
+    import course_lib.checks
+    print(round(time.process_time() - start, 4))
+    sys.modules.update(kept)
 """
 
 PARTS = {
@@ -69,6 +87,26 @@ def main(argv=None):
     for name, code in PARTS.items():
         runs = [child_cpu([sys.executable, "-c", code], env) for _ in range(args.repeat)]
         print(f"{statistics.median(runs):6.2f} s  {name}")
+    # What one check cell's fresh import of the checkers costs: each check cell drops the
+    # kernel's course_lib modules and imports course_lib.checks afresh from the graded copy,
+    # after the learner's cells imported it once. Timed inside the process (CPU of that import
+    # alone), from a copy without bytecode (as every check cell did) and with the bytecode the
+    # grader now puts in each copy.
+    with tempfile.TemporaryDirectory(prefix="grading-profile-copy-") as tmp:
+        source, compiled = Path(tmp) / "source", Path(tmp) / "compiled"
+        for folder in (source, compiled):
+            shutil.copytree(ROOT / "course_lib", folder / "course_lib",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        graded_copy._add_bytecode(compiled, ROOT)
+        for name, where in (("from source (as every check cell did)", source),
+                            ("from the copy's bytecode (as now)", compiled)):
+            runs = []
+            for _ in range(args.repeat):
+                done = subprocess.run([sys.executable, "-c", RECHECK, str(where)], check=True, capture_output=True,
+                                      text=True, cwd=tmp, env={**env, "PYTHONDONTWRITEBYTECODE": "1",
+                                                               "PYTHONPATH": str(where)})
+                runs.append(statistics.median(map(float, done.stdout.split())))
+            print(f"{statistics.median(runs):6.2f} s  a check cell's fresh import of course_lib.checks, {name}")
     starts = []
     for _ in range(args.repeat):
         with replay.Replayer() as r:
@@ -89,7 +127,8 @@ def main(argv=None):
                     start = time.monotonic()
                     graded = run.grade(path, sandbox=sandboxed, replayer=r)
                     wall.append(time.monotonic() - start)
-                    assert all(x.status == "passed" for x in graded.results), graded.results
+                    checks = [x for x in graded.results if not is_question(x.exercise)]
+                    assert all(x.status == "passed" for x in checks), checks
                     cpu.append(graded.cpu_seconds)
                     replays.append(graded.replay_cpu_seconds)
                 how = "in the sandbox" if sandboxed else "without the sandbox"

@@ -20,7 +20,8 @@ from course_lib.grading.verdicts import Result
 
 from answers import REFERENCE
 from notebook_tools import ROOT, fill
-from test_grading import EXERCISE, LESSON, SANDBOXED, TIMEOUT, UNSHIFTED, blank
+from test_grading import EXERCISE, LESSON, SANDBOXED, TIMEOUT, UNSHIFTED
+from test_grading import real_blank as blank  # lesson 00 itself, with its three exercises
 
 STEM = LESSON[:-6]
 EXERCISES = ["text_to_ids", "next_token_targets", "next_byte_loss"]  # lesson 00's, in order

@@ -58,13 +58,56 @@ def feedback_html(graded, learner=""):
     nb.cells = cells
     if not hasattr(_EXPORTERS, "html"):  # loading the templates costs more than using them
         # the learner's own HTML (in markdown and outputs) is escaped: no script runs when opened
-        _EXPORTERS.html = HTMLExporter(config=Config(
+        _EXPORTERS.html = _page_exporter()(config=Config(
             {"HTMLExporter": {"preprocessors": ["nbconvert.preprocessors.sanitize.SanitizeHTML"]}}))
-    body, _ = _EXPORTERS.html.from_notebook_node(nb)
+    try:
+        body, _ = _EXPORTERS.html.from_notebook_node(nb)
+    except _NBCONVERT_CHANGED:  # an nbconvert whose HTMLExporter works otherwise: its own way
+        body, _ = HTMLExporter.from_notebook_node(_EXPORTERS.html, nb)
     return body
 
 
 _EXPORTERS = threading.local()
+_NBCONVERT_CHANGED = (AttributeError, TypeError, ImportError)
+
+
+def _page_exporter():
+    """nbconvert's HTMLExporter, less its pass of BeautifulSoup over the whole page.
+
+    That pass (about 40% of a feedback page's CPU, the grader's own, for each notebook) adds
+    two attributes: tabindex="0" on each cell's input and output, and a default alt text on
+    images without one; `accessible` adds the same to the page's text. Everything else
+    (the template, the sanitizing of the learner's HTML, the highlighting) is HTMLExporter's.
+    """
+    from nbconvert import HTMLExporter
+    from nbconvert.exporters.templateexporter import TemplateExporter
+    from nbconvert.filters.highlight import Highlight2HTML
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    class FeedbackExporter(HTMLExporter):
+        def from_notebook_node(self, nb, resources=None, **kw):
+            info = nb.metadata.get("language_info", {})
+            lexer = info.get("pygments_lexer", info.get("name", None))
+            self.register_filter("highlight_code", self.filters.get(
+                "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+            resources = self._init_resources(resources)
+            self.register_filter("filter_data_type", WidgetsDataTypeFilter(
+                notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+            page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+            return accessible(page), resources
+
+    return FeedbackExporter
+
+
+_FOCUSED = re.compile(r'<div class="([^"<>]*\b(?:jp-Cell-inputWrapper|jp-OutputArea-output)\b[^"<>]*)"'
+                      r'(?![^<>]*\btabindex=)')
+_NO_ALT = re.compile(r"<img\b(?![^<>]*\balt=)")
+
+
+def accessible(page):
+    """The page with tabindex="0" on each cell's input and output and an alt text on each image without one."""
+    page = _FOCUSED.sub(lambda m: f'{m.group(0)} tabindex="0"', page)
+    return _NO_ALT.sub('<img alt="No description has been provided for this image"', page)
 # Characters of a cell's stored outputs that a feedback page shows: a notebook may hold
 # megabytes of prints or images, and the page is for reading its checks.
 OUTPUT_LIMIT = 20_000

@@ -8,6 +8,7 @@ to the copy's records/ folder; the grader's replay of that record decides the ve
 (`replay`). The cell keeps the lesson's stored pass line, so nbval's comparison still shows
 the learner where their run differs, but decides nothing.
 """
+import atexit
 import copy
 import hashlib
 import json
@@ -15,6 +16,8 @@ import os
 import re
 import shutil
 import stat
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,6 +142,12 @@ def _grading_preload():
     # the check cells import course_lib.checks, which imports nbformat and so jsonschema, whose
     # optional URL grammar (rfc3987_syntax) costs about 2 s of CPU to compile and is never used
     sys.modules.setdefault("rfc3987_syntax", None)
+    # the kernel started without its debugger (debugpy, about 0.1 s of CPU), kept out by a module
+    # of that name that refuses to import, first on its path; out of the way now, so a notebook
+    # that imports debugpy gets the real one
+    sys.path[:] = [p for p in sys.path if os.path.basename(p) != {kernel_path!r}]
+    import importlib
+    importlib.invalidate_caches()
     for name in filter(None, os.environ.pop("COURSE_GRADING_PRELOAD", "").split(",")):
         try:
             __import__(name)
@@ -149,6 +158,16 @@ def _grading_preload():
 _grading_preload()
 del _grading_preload
 '''
+# A folder first on the kernel's path while it starts (`plugin.pytest_configure`), and only then.
+KERNEL_PATH = ".grading-kernel-path"
+NO_DEBUGGER = 'raise ImportError("a graded kernel starts without its debugger")\n'
+
+
+KERNEL_CONFIG = """\
+# Written by course_lib.grading: the kernel keeps its input history in memory (In, Out and
+# %history work as usual), with no database to create, write and close for each notebook.
+c.HistoryManager.hist_file = ":memory:"
+"""
 
 
 @dataclass
@@ -306,13 +325,56 @@ def preloads(nb):
     return [name for name in PRELOAD if name.split(".")[0] in found]
 
 
+_compiled_lock, _compiled_trees = threading.Lock(), {}
+
+
+def compiled_tree(root=ROOT):
+    """A folder of this process's own holding root's course_lib compiled to bytecode; made once.
+
+    Its bytecode is hash-checked (PEP 552): Python uses a file of it only when it was compiled
+    from exactly the source beside it, and compiles the source afresh otherwise. So a graded
+    copy given these files runs the same code as without them, without compiling course_lib
+    from source in each of its processes (pytest's plugin, the kernel, each check cell).
+    """
+    import compileall
+    import py_compile
+    root = Path(root).resolve()
+    with _compiled_lock:
+        if root not in _compiled_trees:
+            folder = Path(tempfile.mkdtemp(prefix="grading-bytecode-"))
+            atexit.register(shutil.rmtree, folder, True)
+            shutil.copytree(root / "course_lib", folder / "course_lib",
+                            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+            compileall.compile_dir(folder / "course_lib", quiet=2, workers=1,
+                                   invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+            _compiled_trees[root] = folder
+        return _compiled_trees[root]
+
+
+def _add_bytecode(copy_root, root):
+    """Put the compiled tree's bytecode beside the copy's course_lib sources (see compiled_tree)."""
+    compiled = compiled_tree(root)
+    for top, dirs, files in os.walk(compiled / "course_lib"):
+        if Path(top).name != "__pycache__":
+            continue
+        target = Path(copy_root) / Path(top).relative_to(compiled)
+        if target.parent.is_dir():
+            target.mkdir(exist_ok=True)
+            for name in files:
+                shutil.copyfile(os.path.join(top, name), target / name)
+
+
 def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, cpu_seconds,
                root=ROOT, startup_timeout=STARTUP_TIMEOUT, replay=None):
-    """Lay out a graded copy in `folder`: course_lib, data, notebooks/<lesson>, and the pytest set-up."""
+    """Lay out a graded copy in `folder`: course_lib, data, notebooks/<lesson>, and the pytest set-up.
+
+    course_lib comes with hash-checked bytecode of its sources (`compiled_tree`).
+    """
     folder = Path(folder)
     for part in COPIED:
         shutil.copytree(Path(root) / part, folder / part,
                         ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    _add_bytecode(folder, root)
     (folder / "notebooks").mkdir()
     (folder / "records").mkdir()   # where each check cell saves its record
     nbformat.write(nb, folder / "notebooks" / lesson_name)
@@ -320,7 +382,11 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
     (folder / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
     startup = folder / ".ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True)
-    (startup / "00-grading-preload.py").write_text(STARTUP, encoding="utf-8")
+    (startup / "00-grading-preload.py").write_text(STARTUP.replace("{kernel_path!r}", repr(KERNEL_PATH)),
+                                                  encoding="utf-8")
+    (folder / KERNEL_PATH).mkdir()
+    (folder / KERNEL_PATH / "debugpy.py").write_text(NO_DEBUGGER, encoding="utf-8")
+    (startup.parent / "ipython_kernel_config.py").write_text(KERNEL_CONFIG, encoding="utf-8")
     _copy_font_cache(folder / ".matplotlib")
     code = [c for c in nb.cells if c.cell_type == "code"]
     settings = dict(cell_timeout=cell_timeout, memory_bytes=int(memory_bytes),
