@@ -220,6 +220,8 @@ REAL_LEARNERS = {
                             "next_byte_loss": REFERENCE["next_byte_loss"]}), PLANTS_A_LINK, at=1),
         "text_to_ids", MAKES_HUGE), EXERCISE, FORGES_RECORD),
     "faked_cells": lambda: _faked_cells(),
+    # the kernel dies in the first exercise's check, so the two exercises after it are not run
+    "segfault_first": lambda: fill(real_blank(), {"text_to_ids": "import ctypes\nctypes.string_at(0)"}),
 }
 
 
@@ -1229,6 +1231,15 @@ def rows_of(graded_class, learner):
 
 
 STOPPED = "the check stopped in your notebook before it reached"
+
+
+def test_a_kernel_that_dies_in_one_check_leaves_the_exercises_after_it_not_run(real_class):
+    rows = rows_of(real_class, "segfault_first")
+    assert rows["text_to_ids"]["status"] == "failed", why(real_class, "segfault_first")
+    assert "segmentation fault (SIGSEGV)" in rows["text_to_ids"]["feedback"]
+    for exercise in (EXERCISE, "next_byte_loss"):
+        assert rows[exercise]["status"] == "not run", why(real_class, "segfault_first")
+        assert rows[exercise]["feedback"], "a not-run exercise says why"
 
 
 def test_patches_in_the_kernel_decide_nothing(real_class):
