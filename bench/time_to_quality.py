@@ -154,6 +154,10 @@ def main(argv=None):
     p.add_argument("--fast-adamw", choices=("default", "foreach", "fused"))
     p.add_argument("--fast-positions", choices=("learned", "rope"))
     p.add_argument("--fast-min-lr-ratio", type=float)
+    p.add_argument("--fast-warmup", type=int, help="warm-up steps (default: a tenth of the steps)")
+    p.add_argument("--fast-weight-decay", type=float)
+    p.add_argument("--fast-beta2", type=float)
+    p.add_argument("--fast-grad-clip", type=float)
     p.add_argument("--only-fast", action="store_true",
                    help="tuning: skip the recipe's run (its loss on a split does not change)")
     p.add_argument("--gpu", action="store_true", help="the GPU figures (needs CUDA)")
@@ -184,6 +188,10 @@ def main(argv=None):
                                ("min_lr_ratio", args.fast_min_lr_ratio)) if v is not None}
     if "steps" in tuned:
         tuned.update(warmup_steps=args.fast_steps // 10, eval_every=args.fast_steps)
+    tuned.update({k: v for k, v in (("warmup_steps", args.fast_warmup),
+                                    ("weight_decay", args.fast_weight_decay),
+                                    ("beta2", args.fast_beta2),
+                                    ("grad_clip", args.fast_grad_clip)) if v is not None})
     fast = replace(fast, **tuned)
     if args.fast_positions:
         model_config = replace(model_config, positions=args.fast_positions)
