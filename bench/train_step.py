@@ -2,6 +2,7 @@
 
     OMP_NUM_THREADS=1 python bench/train_step.py              # one JSON object
     OMP_NUM_THREADS=1 python bench/train_step.py --profile    # and torch.profiler's table
+    OMP_NUM_THREADS=1 python bench/train_step.py --bookkeeping  # only the loop's own work
 
 The step is the preset's (course_lib.training.cpu_preset("float32"): a 4 x 128 RoPE TinyLM,
 batch 24 x 64, AdamW's foreach update): forward, loss, backward, clipping, update, as
@@ -131,6 +132,28 @@ def flush_denormal():
         torch.set_flush_denormal(False)
 
 
+def loop_bookkeeping(calls=2000):
+    """The mean CPU ms of what train() does a step outside forward, backward and update.
+
+    The learning rate set on every parameter group, a batch drawn and split into inputs and
+    targets, the gradients cleared: the per-step Python work of course_lib.training.train.
+    """
+    from course_lib.data import get_batch, split_inputs_targets
+    from course_lib.training import lr_at
+    _, mc, cfg, _ = cpu_preset("float32")
+    ids = torch.randint(0, 256, (900_000,), generator=torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(0)
+    opt = configure_optimizer(TinyLM(mc), cfg)
+    start = time.process_time()
+    for i in range(calls):
+        lr = lr_at(i % cfg.steps, cfg)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        split_inputs_targets(get_batch(ids, cfg.batch_size, cfg.block_size, gen))
+        opt.zero_grad(set_to_none=True)
+    return round(1e3 * (time.process_time() - start) / calls, 3)
+
+
 def rope_calls(rounds=200):
     """Median CPU ms of apply_rope forward and backward on q's shape: now, and the old form."""
     from course_lib.positions import apply_rope
@@ -151,7 +174,13 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=15, help="timed steps of each (default 15)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps of each first")
     p.add_argument("--profile", action="store_true", help="print the preset step's profile")
+    p.add_argument("--bookkeeping", action="store_true",
+                   help="only the CPU ms a step of train()'s own work outside the model")
     args = p.parse_args(argv)
+    if args.bookkeeping:
+        print(json.dumps(dict(loop_bookkeeping_cpu_ms=loop_bookkeeping(),
+                              load_average=[round(x, 2) for x in os.getloadavg()])))
+        return 0
     load_before = os.getloadavg()
     found = variants()
     steps = {}

@@ -153,3 +153,18 @@ def test_the_time_to_quality_bench_tunes_one_setting_at_a_time(capsys):
     assert out["tuned"] == dict(steps=30, warmup_steps=3, eval_every=30, weight_decay=0.0,
                                 beta2=0.99, grad_clip=0.5)
     assert set(out["runs"]) == {"fast"} and out["measured_on"] == "the tuning split (--dev)"
+
+
+def test_the_train_step_bench_knows_its_variants_and_times_the_loop_bookkeeping(capsys):
+    import json
+    sys.path.insert(0, str(ROOT / "bench"))
+    import train_step
+    found = train_step.variants()
+    assert {"preset", "adamw_fused", "flush_denormal", "no_clipping", "batch_32",
+            "fused_flush"} <= set(found)
+    assert found["no_clipping"][1].grad_clip == 0 and found["batch_32"][1].batch_size == 32
+    with found["flush_denormal"][2]():
+        assert torch.tensor(1e-40).item() == 0.0  # a denormal reads as zero inside
+    assert torch.tensor(1e-40).item() != 0.0      # and the switch is off again after
+    assert train_step.main(["--bookkeeping"]) == 0
+    assert json.loads(capsys.readouterr().out)["loop_bookkeeping_cpu_ms"] > 0
