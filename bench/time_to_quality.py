@@ -31,7 +31,11 @@ and the --fast-* options change one setting at a time. On the KJV slice's tuning
 (`--dev --cpu-settings float32 --fast-steps N`, and `--fast-positions learned`), a position
 table at 400 steps reached 1.731; RoPE at 400 steps 1.545 and at 500 steps 1.472 (1.583 at lr 8e-3),
 both short of the recipe's loss + 0.02 (1.448), and 600 steps 1.420, which the preset
-takes (docs/benchmarks.md has the final run on the validation part). On Shakespeare,
+takes (docs/benchmarks.md has the final run on the validation part). Later
+(`--fast-warmup`, `--fast-weight-decay`, `--fast-beta2`, `--fast-grad-clip`, `--fast-adamw`,
+`--fast-min-lr-ratio`), every setting tried at 480 to 520 steps landed between 1.45 and 1.56
+(a warm-up of 35% of the steps came closest: 1.452 at 520 steps); docs/benchmarks.md lists
+them. On Shakespeare,
 the earlier bf16 settings (a position table, 800 steps) had reached the recipe's loss in
 0.47 of its time on a CPU with AVX512-BF16, and in 0.80 of it in float32 on one without.
 
