@@ -34,8 +34,9 @@ both short of the recipe's loss + 0.02 (1.448), and 600 steps 1.420, which the p
 takes (docs/benchmarks.md has the final run on the validation part). Later
 (`--fast-warmup`, `--fast-weight-decay`, `--fast-beta2`, `--fast-grad-clip`, `--fast-adamw`,
 `--fast-min-lr-ratio`), every setting tried at 480 to 520 steps landed between 1.45 and 1.56
-(a warm-up of 35% of the steps came closest: 1.452 at 520 steps); docs/benchmarks.md lists
-them. On Shakespeare,
+(a warm-up of 35% of the steps came closest: 1.452 at 520 steps); 540 steps with it and fused
+AdamW reached 1.444, and on the validation part took 0.51 of the recipe's time at its loss
+(0.54 by CPU time): not half, so the preset stays. docs/benchmarks.md lists them. On Shakespeare,
 the earlier bf16 settings (a position table, 800 steps) had reached the recipe's loss in
 0.47 of its time on a CPU with AVX512-BF16, and in 0.80 of it in float32 on one without.
 
