@@ -2,6 +2,7 @@
 
     OMP_NUM_THREADS=1 python bench/train_step.py              # one JSON object
     OMP_NUM_THREADS=1 python bench/train_step.py --profile    # and torch.profiler's table
+    OMP_NUM_THREADS=1 python bench/train_step.py --bookkeeping  # only the loop's own work
 
 The step is the preset's (course_lib.training.cpu_preset("float32"): a 4 x 128 RoPE TinyLM,
 batch 24 x 64, AdamW's foreach update): forward, loss, backward, clipping, update, as
@@ -13,11 +14,19 @@ course_lib.training.train runs it. Each variant changes one part:
     adamw_fused        AdamW's fused kernel instead of foreach
     attention_math     attention through torch's plain (math) kernel instead of the fused one
     gelu_tanh          the tanh approximation of GELU (GPT-2's) instead of the exact one
+    flush_denormal     torch.set_flush_denormal(True): tiny floats read as zero
+    no_clipping        no gradient clipping (grad_clip=0)
+    batch_32, batch_48 larger batches: compare them per token (cpu_ms_per_1k_tokens)
+    fused_flush        adamw_fused and flush_denormal together
+
+`same_losses_as_the_preset` says, for each variant of the same model and batch size, whether
+its steps gave the preset's losses bit for bit (flush_denormal does if no denormal occurs).
 
 It also times apply_rope alone, forward and backward, at the shape the step gives it (q of
 (24, 4, 64, 32)), now and in the seven-operation form, in turns, by CPU time.
 
-The variants run in turns, one step each, for --rounds rounds, and each step is timed by
+The variants run in turns, one step each, for --rounds rounds (each round starting one
+variant later, so that none is always the first after another's), and each step is timed by
 the CPU time of this process (time.process_time), so other work on a shared machine slows
 the figures less than it does wall time; the medians are compared. The machine and its load
 are printed with them.
@@ -85,7 +94,8 @@ def make_step(model_config, cfg, seed=0):
         loss = next_token_loss(model(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        if cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         return loss.item()
     return step
@@ -103,7 +113,45 @@ def variants():
         "attention_math": (mc, cfg, lambda: patched(attention, "_fused_attention",
                                                      _math_attention)),
         "gelu_tanh": (replace(mc, gelu_approx="tanh"), cfg, none),
+        "flush_denormal": (mc, cfg, flush_denormal),
+        "no_clipping": (mc, replace(cfg, grad_clip=0.0), none),
+        "batch_32": (mc, replace(cfg, batch_size=32), none),
+        "batch_48": (mc, replace(cfg, batch_size=48), none),
+        "fused_flush": (mc, replace(cfg, adamw="fused"), flush_denormal),
     }
+
+
+@contextlib.contextmanager
+def flush_denormal():
+    """Denormal floats flushed to zero while the block runs (torch's global switch)."""
+    if not torch.set_flush_denormal(True):
+        raise RuntimeError("this CPU cannot flush denormals (torch.set_flush_denormal)")
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
+
+
+def loop_bookkeeping(calls=2000):
+    """The mean CPU ms of what train() does a step outside forward, backward and update.
+
+    The learning rate set on every parameter group, a batch drawn and split into inputs and
+    targets, the gradients cleared: the per-step Python work of course_lib.training.train.
+    """
+    from course_lib.data import get_batch, split_inputs_targets
+    from course_lib.training import lr_at
+    _, mc, cfg, _ = cpu_preset("float32")
+    ids = torch.randint(0, 256, (900_000,), generator=torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(0)
+    opt = configure_optimizer(TinyLM(mc), cfg)
+    start = time.process_time()
+    for i in range(calls):
+        lr = lr_at(i % cfg.steps, cfg)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        split_inputs_targets(get_batch(ids, cfg.batch_size, cfg.block_size, gen))
+        opt.zero_grad(set_to_none=True)
+    return round(1e3 * (time.process_time() - start) / calls, 3)
 
 
 def rope_calls(rounds=200):
@@ -126,7 +174,13 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=15, help="timed steps of each (default 15)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps of each first")
     p.add_argument("--profile", action="store_true", help="print the preset step's profile")
+    p.add_argument("--bookkeeping", action="store_true",
+                   help="only the CPU ms a step of train()'s own work outside the model")
     args = p.parse_args(argv)
+    if args.bookkeeping:
+        print(json.dumps(dict(loop_bookkeeping_cpu_ms=loop_bookkeeping(),
+                              load_average=[round(x, 2) for x in os.getloadavg()])))
+        return 0
     load_before = os.getloadavg()
     found = variants()
     steps = {}
@@ -136,12 +190,16 @@ def main(argv=None):
             for _ in range(args.warmup):
                 steps[name]()
     times = {name: [] for name in found}
-    for _ in range(args.rounds):
-        for name, (_, _, context) in found.items():
+    losses = {name: [] for name in found}
+    names = list(found)
+    for r in range(args.rounds):  # each round starts one variant later: no variant always first
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            context = found[name][2]
             with context():
                 start = time.process_time()
-                steps[name]()
+                loss = steps[name]()
                 times[name].append(time.process_time() - start)
+                losses[name].append(loss)
     base = statistics.median(times["preset"])
     _, _, cfg, _ = cpu_preset("float32")
     result = dict(
@@ -153,6 +211,11 @@ def main(argv=None):
         cpu_ms_per_step={name: round(1e3 * statistics.median(t), 1) for name, t in times.items()},
         against_the_preset={name: round(statistics.median(t) / base, 3)
                             for name, t in times.items()},
+        cpu_ms_per_1k_tokens={name: round(1e6 * statistics.median(t) / (
+            found[name][1].batch_size * found[name][1].block_size), 2)
+            for name, t in times.items()},
+        same_losses_as_the_preset={name: losses[name] == losses["preset"] for name in found
+                                   if found[name][1].batch_size == cfg.batch_size},
         apply_rope_cpu_ms_forward_and_backward=rope_calls())
     print(json.dumps(result, indent=2))
     if args.profile:

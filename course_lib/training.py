@@ -92,6 +92,7 @@ def fit(model, ids, *, steps, batch_size, block_size, lr=3e-4, seed=0, progress=
 AUTOCAST = ("auto", "bf16", "off")
 ADAMW = ("default", "foreach", "fused")
 _SPEED_OPTIONS = ("autocast", "adamw")
+_SHOWN_WHEN_SET = ("beta2", *_SPEED_OPTIONS)  # in repr only when not the default
 
 
 @dataclass(frozen=True, repr=False)
@@ -108,6 +109,7 @@ class TrainConfig:
     min_lr_ratio: float = 0.1
     weight_decay: float = 0.1
     grad_clip: float = 1.0    # max global gradient norm; 0 turns clipping off
+    beta2: float = 0.95       # AdamW's second-moment decay (beta1 is 0.9)
     eval_every: int = 50      # validation loss on fixed batches every eval_every steps and at the end
     eval_batches: int = 8
     seed: int = 0
@@ -128,7 +130,7 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.warmup_steps={self.warmup_steps} must be smaller than "
                              f"steps={self.steps}, or the learning rate never reaches its peak; "
                              f"use fewer warm-up steps (about 10% of steps is typical)")
-        for name in ("lr", "min_lr_ratio", "weight_decay", "grad_clip"):
+        for name in ("lr", "min_lr_ratio", "weight_decay", "grad_clip", "beta2"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
                 raise ValueError(f"TrainConfig.{name} must be a finite number, got {value!r}")
@@ -138,6 +140,9 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
         if self.weight_decay < 0:
             raise ValueError(f"TrainConfig.weight_decay must be >= 0, got {self.weight_decay}")
+        if not 0 <= self.beta2 < 1:
+            raise ValueError(f"TrainConfig.beta2 must be in [0, 1), got {self.beta2}; 0.95 or 0.99 "
+                             f"is typical")
         if self.grad_clip < 0:
             raise ValueError(f"TrainConfig.grad_clip must be >= 0 (0 = no clipping), got {self.grad_clip}")
         for name, allowed in (("autocast", AUTOCAST), ("adamw", ADAMW)):
@@ -145,9 +150,9 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig.{name} must be one of {allowed}, "
                                  f"got {getattr(self, name)!r}")
 
-    def __repr__(self):  # the speed options appear only when they differ from their defaults
+    def __repr__(self):  # beta2 and the speed options appear only when not their defaults
         shown = [f.name for f in fields(self)
-                 if f.name not in _SPEED_OPTIONS or getattr(self, f.name) != f.default]
+                 if f.name not in _SHOWN_WHEN_SET or getattr(self, f.name) != f.default]
         return f"TrainConfig({', '.join(f'{n}={getattr(self, n)!r}' for n in shown)})"
 
     @property
@@ -268,14 +273,14 @@ def decay_groups(model, weight_decay):
 
 
 def configure_optimizer(model, cfg: TrainConfig):
-    """AdamW for a training run: decay on the weight matrices only, betas (0.9, 0.95).
+    """AdamW for a training run: decay on the weight matrices only, betas (0.9, cfg.beta2).
 
     cfg.adamw="foreach" or "fused" picks torch's multi-tensor or fused implementation:
     the same update, computed in fewer, larger kernels.
     """
     kernels = {} if cfg.adamw == "default" else {cfg.adamw: True}
     return torch.optim.AdamW(decay_groups(model, cfg.weight_decay), lr=lr_at(0, cfg),
-                             betas=(0.9, 0.95), **kernels)
+                             betas=(0.9, cfg.beta2), **kernels)
 
 
 def _dist_info():

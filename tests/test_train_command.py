@@ -126,3 +126,45 @@ def test_torchrun_two_processes_agree(tmp_path, corpus):
     assert len(state["rank_generator_states"]) == 2
     # each rank drew its own batches (seed + rank), so their generators differ
     assert not torch.equal(state["rank_generator_states"][0], state["rank_generator_states"][1])
+
+
+def test_beta2_is_adamws_second_moment_decay_and_shows_only_when_set():
+    from course_lib.training import TrainConfig, configure_optimizer
+    from course_lib.model import ModelConfig, TinyLM
+    model = TinyLM(ModelConfig(vocab_size=256, max_len=16, d_model=32, n_heads=4, n_layers=1))
+    assert configure_optimizer(model, TrainConfig()).defaults["betas"] == (0.9, 0.95)
+    assert configure_optimizer(model, TrainConfig(beta2=0.99)).defaults["betas"] == (0.9, 0.99)
+    assert "beta2" not in repr(TrainConfig())  # lessons print TrainConfigs; theirs stay as they were
+    assert "beta2=0.99" in repr(TrainConfig(beta2=0.99))
+    for bad in (1.0, -0.1, float("nan"), True):
+        with pytest.raises(ValueError, match="TrainConfig.beta2 must be"):
+            TrainConfig(beta2=bad)
+
+
+def test_the_time_to_quality_bench_tunes_one_setting_at_a_time(capsys):
+    import json
+    sys.path.insert(0, str(ROOT / "bench"))
+    import time_to_quality
+    args = ["--quick", "--dev", "--only-fast", "--cpu-settings", "float32", "--fast-steps", "30",
+            "--fast-warmup", "3", "--fast-weight-decay", "0", "--fast-beta2", "0.99",
+            "--fast-grad-clip", "0.5"]
+    assert time_to_quality.main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tuned"] == dict(steps=30, warmup_steps=3, eval_every=30, weight_decay=0.0,
+                                beta2=0.99, grad_clip=0.5)
+    assert set(out["runs"]) == {"fast"} and out["measured_on"] == "the tuning split (--dev)"
+
+
+def test_the_train_step_bench_knows_its_variants_and_times_the_loop_bookkeeping(capsys):
+    import json
+    sys.path.insert(0, str(ROOT / "bench"))
+    import train_step
+    found = train_step.variants()
+    assert {"preset", "adamw_fused", "flush_denormal", "no_clipping", "batch_32",
+            "fused_flush"} <= set(found)
+    assert found["no_clipping"][1].grad_clip == 0 and found["batch_32"][1].batch_size == 32
+    with found["flush_denormal"][2]():
+        assert torch.tensor(1e-40).item() == 0.0  # a denormal reads as zero inside
+    assert torch.tensor(1e-40).item() != 0.0      # and the switch is off again after
+    assert train_step.main(["--bookkeeping"]) == 0
+    assert json.loads(capsys.readouterr().out)["loop_bookkeeping_cpu_ms"] > 0
