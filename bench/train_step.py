@@ -41,6 +41,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from unittest import mock
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -71,16 +72,6 @@ def _math_attention(q, k, v, causal):
 _fused = attention._fused_attention
 
 
-@contextlib.contextmanager
-def patched(module, name, value):
-    old = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, old)
-
-
 def make_step(model_config, cfg, seed=0):
     """A closure that runs one training step of a fresh model; the same batch every time."""
     torch.manual_seed(seed)
@@ -107,10 +98,10 @@ def variants():
     none = contextlib.nullcontext
     return {
         "preset": (mc, cfg, none),
-        "rope_seven_ops": (mc, cfg, lambda: patched(attention, "apply_rope", rope_seven_ops)),
+        "rope_seven_ops": (mc, cfg, lambda: mock.patch.object(attention, "apply_rope", rope_seven_ops)),
         "learned_positions": (replace(mc, positions="learned"), cfg, none),
         "adamw_fused": (mc, replace(cfg, adamw="fused"), none),
-        "attention_math": (mc, cfg, lambda: patched(attention, "_fused_attention",
+        "attention_math": (mc, cfg, lambda: mock.patch.object(attention, "_fused_attention",
                                                      _math_attention)),
         "gelu_tanh": (replace(mc, gelu_approx="tanh"), cfg, none),
         "flush_denormal": (mc, cfg, flush_denormal),
