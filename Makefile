@@ -16,7 +16,7 @@ endif
 # 5 minutes to start on a busy machine (nbval's default is 60 s); conftest.py makes nbval wait
 # as patiently for a cell's outputs.
 # The lessons run on the CPU (COURSE_DEVICE=cpu): nbval compares them with outputs saved from a
-# CPU run, which a GPU's would differ from in the last digits (docs/benchmarks.md, "The GPU").
+# CPU run, which a GPU's need not match digit for digit (docs/benchmarks.md, "The GPU").
 PYTEST := OMP_NUM_THREADS=1 COURSE_DEVICE=cpu $(PYTHON) -m pytest -n auto --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env \
 	--nbval-kernel-startup-timeout=300
 
