@@ -17,8 +17,6 @@ import sys
 import threading
 from pathlib import Path
 
-import nbformat
-
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -306,6 +304,8 @@ def working_copy(nb, name):
 
 def expected_files(src=ROOT / "notebooks"):
     """{file name: notebook text} that exercises/ should hold."""
+    import nbformat  # here, not at load: a lesson's kernel imports this module and never needs it
+
     return {path.name: nbformat.writes(working_copy(nbformat.read(path, as_version=4),
                                                     path.name)) + "\n"
             for path in sorted(Path(src).glob("*.ipynb"))}

@@ -11,8 +11,6 @@ import pkgutil
 import re
 from pathlib import Path
 
-import nbformat
-
 import course_lib.checks as _checks
 from course_lib.exercises import BEGIN, END, ROOT, exercises
 
@@ -59,6 +57,8 @@ def solution_source(name, lessons=ROOT / "notebooks"):
     if not paths:
         raise ValueError(f"the reference solutions live in the course's notebooks/ folder, which "
                          f"is not at {lessons}; open the course from its own folder")
+    import nbformat  # here, not at load: every lesson's kernel imports this module
+
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         for exercise, i, _ in exercises(nb):

@@ -29,3 +29,10 @@ The modules follow a notebook's way through grading:
 `--keep DIR` leaves the graded copy in DIR; then `python -m pytest DIR/notebooks/<lesson>.ipynb`
 runs exactly what the grader ran.
 """
+import sys
+
+# nbformat imports jsonschema, which compiles the grammar of an optional URL format checker
+# (rfc3987_syntax) at import: about 2 s of CPU in every grader process, for a format that no
+# notebook schema uses. The grader's processes do without it (the graded kernel, the sandbox's
+# pytest and the replay worker do the same in their start-up code).
+sys.modules.setdefault("rfc3987_syntax", None)
