@@ -165,6 +165,10 @@ def main(argv=None):
     p.add_argument("--fast-weight-decay", type=float)
     p.add_argument("--fast-beta2", type=float)
     p.add_argument("--fast-grad-clip", type=float)
+    p.add_argument("--fast-optimizer", choices=("adamw", "muon"))
+    p.add_argument("--fast-muon-lr", type=float)
+    p.add_argument("--fast-norm", choices=("layernorm", "rmsnorm"))
+    p.add_argument("--fast-mlp", choices=("gelu", "swiglu"))
     p.add_argument("--only-fast", action="store_true",
                    help="tuning: skip the recipe's run (its loss on a split does not change)")
     p.add_argument("--gpu", action="store_true", help="the GPU figures (needs CUDA)")
@@ -198,10 +202,16 @@ def main(argv=None):
     tuned.update({k: v for k, v in (("warmup_steps", args.fast_warmup),
                                     ("weight_decay", args.fast_weight_decay),
                                     ("beta2", args.fast_beta2),
-                                    ("grad_clip", args.fast_grad_clip)) if v is not None})
+                                    ("grad_clip", args.fast_grad_clip),
+                                    ("optimizer", args.fast_optimizer),
+                                    ("muon_lr", args.fast_muon_lr)) if v is not None})
     fast = replace(fast, **tuned)
     if args.fast_positions:
         model_config = replace(model_config, positions=args.fast_positions)
+    model_tuned = {k: v for k, v in (("norm", args.fast_norm), ("mlp", args.fast_mlp))
+                   if v is not None}
+    model_config = replace(model_config, **model_tuned)
+    tuned.update(model_tuned)
     if args.quick:
         recipe = replace(recipe, steps=20, warmup_steps=2, eval_every=20)
         fast = replace(fast, steps=5, warmup_steps=1, eval_every=5)

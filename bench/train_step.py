@@ -18,6 +18,9 @@ course_lib.training.train runs it. Each variant changes one part:
     no_clipping        no gradient clipping (grad_clip=0)
     batch_32, batch_48 larger batches: compare them per token (cpu_ms_per_1k_tokens)
     fused_flush        adamw_fused and flush_denormal together
+    muon               Muon (course_lib.muon, Newton-Schulz in float32) for the 16 hidden
+                       matrices, AdamW for the rest (TrainConfig.optimizer="muon")
+    muon_batch_48      the same at batch 48: Muon's extra work is per step, not per token
 
 `same_losses_as_the_preset` says, for each variant of the same model and batch size, whether
 its steps gave the preset's losses bit for bit (flush_denormal does if no denormal occurs).
@@ -109,6 +112,8 @@ def variants():
         "batch_32": (mc, replace(cfg, batch_size=32), none),
         "batch_48": (mc, replace(cfg, batch_size=48), none),
         "fused_flush": (mc, replace(cfg, adamw="fused"), flush_denormal),
+        "muon": (mc, replace(cfg, optimizer="muon"), none),
+        "muon_batch_48": (mc, replace(cfg, optimizer="muon", batch_size=48), none),
     }
 
 
@@ -139,7 +144,7 @@ def loop_bookkeeping(calls=2000):
     for i in range(calls):
         lr = lr_at(i % cfg.steps, cfg)
         for group in opt.param_groups:
-            group["lr"] = lr
+            group["lr"] = lr * group.get("lr_ratio", 1.0)
         split_inputs_targets(get_batch(ids, cfg.batch_size, cfg.block_size, gen))
         opt.zero_grad(set_to_none=True)
     return round(1e3 * (time.process_time() - start) / calls, 3)
@@ -165,6 +170,8 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=15, help="timed steps of each (default 15)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps of each first")
     p.add_argument("--profile", action="store_true", help="print the preset step's profile")
+    p.add_argument("--variants", nargs="+", metavar="NAME",
+                   help="time only these variants (and the preset); default: all")
     p.add_argument("--bookkeeping", action="store_true",
                    help="only the CPU ms a step of train()'s own work outside the model")
     args = p.parse_args(argv)
@@ -174,6 +181,11 @@ def main(argv=None):
         return 0
     load_before = os.getloadavg()
     found = variants()
+    if args.variants:
+        unknown = set(args.variants) - set(found)
+        if unknown:
+            p.error(f"unknown variants {sorted(unknown)}; choose among {sorted(found)}")
+        found = {n: v for n, v in found.items() if n == "preset" or n in args.variants}
     steps = {}
     for name, (mc, cfg, context) in found.items():
         steps[name] = make_step(mc, cfg)
