@@ -3,9 +3,13 @@
     OMP_NUM_THREADS=1 python bench/train_step.py              # one JSON object
     OMP_NUM_THREADS=1 python bench/train_step.py --profile    # and torch.profiler's table
     OMP_NUM_THREADS=1 python bench/train_step.py --bookkeeping  # only the loop's own work
+    OMP_NUM_THREADS=1 python bench/train_step.py --variants adamw_only  # the preset and one
+    OMP_NUM_THREADS=1 python bench/train_step.py --newton-schulz  # Muon's iterations alone
 
 The step is the preset's (course_lib.training.cpu_preset("float32"): a 4 x 128 RoPE TinyLM,
-batch 24 x 64, AdamW's foreach update): forward, loss, backward, clipping, update, as
+batch 24 x 64, Muon for the hidden matrices and AdamW's fused update for the rest; the figures
+in docs/benchmarks.md before "the optimizer and the model" were taken when it was AdamW's
+foreach update alone): forward, loss, backward, clipping, update, as
 course_lib.training.train runs it. Each variant changes one part:
 
     rope_seven_ops     RoPE as apply_rope computed it before: the even and odd halves rotated
@@ -18,6 +22,8 @@ course_lib.training.train runs it. Each variant changes one part:
     no_clipping        no gradient clipping (grad_clip=0)
     batch_32, batch_48 larger batches: compare them per token (cpu_ms_per_1k_tokens)
     fused_flush        adamw_fused and flush_denormal together
+    adamw_only         AdamW for every parameter (TrainConfig.optimizer="adamw"), the preset
+                       before it took Muon: what Muon's Newton-Schulz iterations cost a step
 
 `same_losses_as_the_preset` says, for each variant of the same model and batch size, whether
 its steps gave the preset's losses bit for bit (flush_denormal does if no denormal occurs).
@@ -49,6 +55,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from course_lib import attention  # noqa: E402
+from course_lib.device import cpu_has_bf16  # noqa: E402
 from course_lib.model import TinyLM  # noqa: E402
 from course_lib.positions import pair_frequencies  # noqa: E402
 from course_lib.training import configure_optimizer, cpu_preset, next_token_loss  # noqa: E402
@@ -109,6 +116,7 @@ def variants():
         "batch_32": (mc, replace(cfg, batch_size=32), none),
         "batch_48": (mc, replace(cfg, batch_size=48), none),
         "fused_flush": (mc, replace(cfg, adamw="fused"), flush_denormal),
+        "adamw_only": (mc, replace(cfg, optimizer="adamw"), none),
     }
 
 
@@ -139,10 +147,35 @@ def loop_bookkeeping(calls=2000):
     for i in range(calls):
         lr = lr_at(i % cfg.steps, cfg)
         for group in opt.param_groups:
-            group["lr"] = lr
+            group["lr"] = lr * group.get("lr_ratio", 1.0)
         split_inputs_targets(get_batch(ids, cfg.batch_size, cfg.block_size, gen))
         opt.zero_grad(set_to_none=True)
     return round(1e3 * (time.process_time() - start) / calls, 3)
+
+
+def newton_schulz_calls(rounds=7):
+    """Median CPU ms of one step's Newton-Schulz iterations (the preset's 16 hidden matrices):
+    course_lib.muon.orthogonalize in float32, and torch.optim.Muon's, which casts to bfloat16.
+    """
+    from course_lib.muon import NS_COEFFICIENTS, hidden_matrices, orthogonalize
+    _, mc, _, _ = cpu_preset("float32")
+    torch.manual_seed(0)
+    grads = [torch.randn(p.shape) for p in hidden_matrices(TinyLM(mc))]
+    calls = {"course_lib_float32": orthogonalize}
+    try:  # a private function of torch's Muon; absent from other versions of torch
+        from torch.optim._muon import _zeropower_via_newtonschulz as torch_ns
+        calls["torch_optim_muon_bfloat16"] = lambda g: torch_ns(g, NS_COEFFICIENTS, 5, 1e-7)
+    except ImportError:
+        pass
+    times = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, f in calls.items():
+            start = time.process_time()
+            for g in grads:
+                f(g)
+            times[name].append(time.process_time() - start)
+    return dict(matrices=len(grads), shapes=sorted({tuple(g.shape) for g in grads}),
+                cpu_ms_per_step={n: round(1e3 * statistics.median(t), 1) for n, t in times.items()})
 
 
 def rope_calls(rounds=200):
@@ -165,15 +198,28 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=15, help="timed steps of each (default 15)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps of each first")
     p.add_argument("--profile", action="store_true", help="print the preset step's profile")
+    p.add_argument("--variants", nargs="+", metavar="NAME",
+                   help="time only these variants (and the preset); default: all")
     p.add_argument("--bookkeeping", action="store_true",
                    help="only the CPU ms a step of train()'s own work outside the model")
+    p.add_argument("--newton-schulz", action="store_true",
+                   help="only Muon's Newton-Schulz iterations a step: float32 and torch's bf16")
     args = p.parse_args(argv)
+    if args.newton_schulz:
+        print(json.dumps(dict(newton_schulz=newton_schulz_calls(), cpu_bf16=cpu_has_bf16(),
+                              load_average=[round(x, 2) for x in os.getloadavg()])))
+        return 0
     if args.bookkeeping:
         print(json.dumps(dict(loop_bookkeeping_cpu_ms=loop_bookkeeping(),
                               load_average=[round(x, 2) for x in os.getloadavg()])))
         return 0
     load_before = os.getloadavg()
     found = variants()
+    if args.variants:
+        unknown = set(args.variants) - set(found)
+        if unknown:
+            p.error(f"unknown variants {sorted(unknown)}; choose among {sorted(found)}")
+        found = {n: v for n, v in found.items() if n == "preset" or n in args.variants}
     steps = {}
     for name, (mc, cfg, context) in found.items():
         steps[name] = make_step(mc, cfg)

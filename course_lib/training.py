@@ -19,6 +19,7 @@ from course_lib import checkpoint as ckpt
 from course_lib.data import get_batch, split_inputs_targets
 from course_lib.device import cpu_has_bf16
 from course_lib.model import ModelConfig
+from course_lib.muon import Muon, MuonWithAdamW, hidden_matrices
 
 
 def next_token_loss(logits, targets):
@@ -91,8 +92,9 @@ def fit(model, ids, *, steps, batch_size, block_size, lr=3e-4, seed=0, progress=
 
 AUTOCAST = ("auto", "bf16", "off")
 ADAMW = ("default", "foreach", "fused")
+OPTIMIZERS = ("adamw", "muon")
 _SPEED_OPTIONS = ("autocast", "adamw")
-_SHOWN_WHEN_SET = ("beta2", *_SPEED_OPTIONS)  # in repr only when not the default
+_SHOWN_WHEN_SET = ("beta2", "optimizer", "muon_lr", *_SPEED_OPTIONS)  # in repr only when set
 
 
 @dataclass(frozen=True, repr=False)
@@ -110,6 +112,10 @@ class TrainConfig:
     weight_decay: float = 0.1
     grad_clip: float = 1.0    # max global gradient norm; 0 turns clipping off
     beta2: float = 0.95       # AdamW's second-moment decay (beta1 is 0.9)
+    # "muon": Muon (course_lib.muon) for the hidden weight matrices, at peak muon_lr on the
+    # same schedule; AdamW at lr for the embeddings, the head, norms and biases.
+    optimizer: str = "adamw"
+    muon_lr: float = 0.02
     eval_every: int = 50      # validation loss on fixed batches every eval_every steps and at the end
     eval_batches: int = 8
     seed: int = 0
@@ -130,12 +136,15 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.warmup_steps={self.warmup_steps} must be smaller than "
                              f"steps={self.steps}, or the learning rate never reaches its peak; "
                              f"use fewer warm-up steps (about 10% of steps is typical)")
-        for name in ("lr", "min_lr_ratio", "weight_decay", "grad_clip", "beta2"):
+        for name in ("lr", "min_lr_ratio", "weight_decay", "grad_clip", "beta2", "muon_lr"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
                 raise ValueError(f"TrainConfig.{name} must be a finite number, got {value!r}")
         if not self.lr > 0:
             raise ValueError(f"TrainConfig.lr must be > 0, got {self.lr}; 3e-4 to 1e-3 is typical")
+        if not self.muon_lr > 0:
+            raise ValueError(f"TrainConfig.muon_lr must be > 0, got {self.muon_lr}; 0.02 to 0.05 "
+                             f"is typical")
         if not 0 <= self.min_lr_ratio <= 1:
             raise ValueError(f"TrainConfig.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
         if self.weight_decay < 0:
@@ -145,7 +154,8 @@ class TrainConfig:
                              f"is typical")
         if self.grad_clip < 0:
             raise ValueError(f"TrainConfig.grad_clip must be >= 0 (0 = no clipping), got {self.grad_clip}")
-        for name, allowed in (("autocast", AUTOCAST), ("adamw", ADAMW)):
+        for name, allowed in (("autocast", AUTOCAST), ("adamw", ADAMW),
+                              ("optimizer", OPTIMIZERS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"TrainConfig.{name} must be one of {allowed}, "
                                  f"got {getattr(self, name)!r}")
@@ -184,16 +194,18 @@ PRESETS["lesson06"] = PRESETS["cpu"]
 
 # What `python -m course_lib.train --preset cpu` runs: the validation loss of nanoGPT's CPU
 # recipe (4 x 128, block 64, batch 12, 2,000 steps at lr 1e-3) in less of its time, measured by
-# bench/time_to_quality.py (float32: about 0.51 of it by wall time, 0.54 by CPU time, one run;
-# docs/benchmarks.md); the settings were chosen on its tuning split (--dev), never on the
-# validation text. Both take RoPE, which learns far faster per token than a position table,
-# AdamW's fused update, batches of 24, a higher learning rate and a long warm-up (190 of 540
-# steps: at fewer than 600 steps, the one setting found to help). "bf16" adds bf16 autocast, for CPUs with bfloat16 instructions (1.6x
-# the tokens/s of float32 there; without them torch emulates bf16, slower than float32).
+# bench/time_to_quality.py (docs/benchmarks.md); the settings were chosen on its tuning split
+# (--dev), never on the validation text. Both take RoPE, which learns far faster per token than
+# a position table, and Muon (course_lib.muon) for the 16 hidden matrices at a peak of 0.03,
+# with AdamW's fused update at 4e-3 for the embedding and the norms and biases: in float32,
+# Muon reached the recipe's loss in 300 steps of 24 windows where AdamW alone needed 540.
+# "bf16" adds bf16 autocast, for CPUs with bfloat16 instructions (1.6x the tokens/s of float32
+# there; without them torch emulates bf16, slower than float32).
 _QUALITY_MODEL = ModelConfig(vocab_size=256, max_len=64, d_model=128, n_heads=4, n_layers=4,
                              positions="rope")
-_QUALITY_RUN = TrainConfig(steps=540, batch_size=24, block_size=64, lr=4e-3, warmup_steps=190,
-                           eval_every=540, eval_batches=8, adamw="fused", autocast="off")
+_QUALITY_RUN = TrainConfig(steps=300, batch_size=24, block_size=64, lr=4e-3, warmup_steps=30,
+                           eval_every=300, eval_batches=8, optimizer="muon", muon_lr=0.03,
+                           adamw="fused", autocast="off")
 CPU_PRESETS = {
     "float32": (_QUALITY_MODEL, _QUALITY_RUN),
     "bf16": (_QUALITY_MODEL, replace(_QUALITY_RUN, autocast="bf16")),
@@ -274,14 +286,28 @@ def decay_groups(model, weight_decay):
 
 
 def configure_optimizer(model, cfg: TrainConfig):
-    """AdamW for a training run: decay on the weight matrices only, betas (0.9, cfg.beta2).
+    """The optimizer of a training run, by cfg.optimizer.
 
-    cfg.adamw="foreach" or "fused" picks torch's multi-tensor or fused implementation:
-    the same update, computed in fewer, larger kernels.
+    "adamw": AdamW on every parameter, decay on the weight matrices only, betas (0.9, cfg.beta2).
+    "muon": Muon (no weight decay) on the hidden weight matrices (course_lib.muon.hidden_matrices)
+    at cfg.muon_lr, AdamW as above on the rest at cfg.lr; each group's "lr_ratio" is its
+    peak over cfg.lr, which `train` multiplies the schedule by.
+    cfg.adamw="foreach" or "fused" picks torch's multi-tensor or fused implementation of
+    AdamW: the same update, computed in fewer, larger kernels.
     """
     kernels = {} if cfg.adamw == "default" else {cfg.adamw: True}
-    return torch.optim.AdamW(decay_groups(model, cfg.weight_decay), lr=lr_at(0, cfg),
-                             betas=(0.9, cfg.beta2), **kernels)
+    if cfg.optimizer == "adamw":
+        return torch.optim.AdamW(decay_groups(model, cfg.weight_decay), lr=lr_at(0, cfg),
+                                 betas=(0.9, cfg.beta2), **kernels)
+    matrices = hidden_matrices(_unwrap(model))
+    ratio = cfg.muon_lr / cfg.lr
+    muon = Muon([{"params": matrices, "lr_ratio": ratio}], lr=lr_at(0, cfg) * ratio)
+    in_muon = {id(p) for p in matrices}
+    groups = [dict(g, params=[p for p in g["params"] if id(p) not in in_muon], lr_ratio=1.0)
+              for g in decay_groups(model, cfg.weight_decay)]
+    adamw = torch.optim.AdamW([g for g in groups if g["params"]], lr=lr_at(0, cfg),
+                              betas=(0.9, cfg.beta2), **kernels)
+    return MuonWithAdamW(muon, adamw)
 
 
 def _dist_info():
@@ -397,7 +423,7 @@ def train(model, train_ids, val_ids, cfg: TrainConfig, *, device=None, checkpoin
             t0 = time.perf_counter()
             lr = lr_at(step, cfg)
             for group in opt.param_groups:
-                group["lr"] = lr
+                group["lr"] = lr * group.get("lr_ratio", 1.0)
             batch = get_batch(train_ids, cfg.batch_size, cfg.block_size, gen).to(device)
             inputs, targets = split_inputs_targets(batch)
             with _autocast(device, cfg.autocast):

@@ -153,6 +153,11 @@ def test_the_time_to_quality_bench_tunes_one_setting_at_a_time(capsys):
     assert out["tuned"] == dict(steps=30, warmup_steps=3, eval_every=30, weight_decay=0.0,
                                 beta2=0.99, grad_clip=0.5)
     assert set(out["runs"]) == {"fast"} and out["measured_on"] == "the tuning split (--dev)"
+    args = ["--quick", "--dev", "--only-fast", "--cpu-settings", "float32", "--fast-optimizer",
+            "adamw", "--fast-muon-lr", "0.05", "--fast-norm", "rmsnorm", "--fast-mlp", "swiglu"]
+    assert time_to_quality.main(args) == 0
+    assert json.loads(capsys.readouterr().out)["tuned"] == dict(
+        optimizer="adamw", muon_lr=0.05, norm="rmsnorm", mlp="swiglu")
 
 
 def test_the_train_step_bench_knows_its_variants_and_times_the_loop_bookkeeping(capsys):
@@ -163,8 +168,12 @@ def test_the_train_step_bench_knows_its_variants_and_times_the_loop_bookkeeping(
     assert {"preset", "adamw_fused", "flush_denormal", "no_clipping", "batch_32",
             "fused_flush"} <= set(found)
     assert found["no_clipping"][1].grad_clip == 0 and found["batch_32"][1].batch_size == 32
+    assert found["preset"][1].optimizer == "muon" and found["adamw_only"][1].optimizer == "adamw"
     with found["flush_denormal"][2]():
         assert torch.tensor(1e-40).item() == 0.0  # a denormal reads as zero inside
     assert torch.tensor(1e-40).item() != 0.0      # and the switch is off again after
     assert train_step.main(["--bookkeeping"]) == 0
     assert json.loads(capsys.readouterr().out)["loop_bookkeeping_cpu_ms"] > 0
+    assert train_step.main(["--newton-schulz"]) == 0
+    ns = json.loads(capsys.readouterr().out)["newton_schulz"]
+    assert ns["matrices"] == 16 and ns["cpu_ms_per_step"]["course_lib_float32"] > 0
