@@ -29,6 +29,9 @@ from course_lib.training import ADAMW, AUTOCAST, CPU_PRESETS, PRESETS, cpu_prese
 
 CHECKPOINT_NAME = "tinylm.pt"
 
+# How the first line a run prints names its optimizer.
+_OPTIMIZER_WORDS = {"adamw": "AdamW", "muon": "Muon for the hidden matrices and AdamW for the rest"}
+
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m course_lib.train", description=__doc__.split("\n\n")[0])
@@ -104,7 +107,8 @@ def main(argv=None):
             n = sum(p.numel() for p in model.parameters())
             world = dist.get_world_size() if distributed else 1
             print(f"preset {args.preset}{chosen}: {n:,} parameters, {cfg.steps} steps of "
-                  f"{cfg.batch_size} x {cfg.block_size} tokens on {world} x {device.type}")
+                  f"{cfg.batch_size} x {cfg.block_size} tokens, {_OPTIMIZER_WORDS.get(cfg.optimizer, cfg.optimizer)}, "
+                  f"on {world} x {device.type}")
         wrapped = model
         if distributed:
             wrapped = torch.nn.parallel.DistributedDataParallel(

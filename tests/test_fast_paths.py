@@ -346,6 +346,7 @@ def test_the_train_command_says_which_cpu_settings_it_picked(tmp_path, capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "preset cpu (float32 settings: chosen by hand)" in out
+    assert "Muon for the hidden matrices and AdamW for the rest" in out.splitlines()[0]
     saved = load_checkpoint(tmp_path / "tinylm.pt")
     assert saved["train_config"]["autocast"] == "off" and saved["model_config"]["positions"] == "rope"
     assert main(args[:-1] + ["auto"]) == 0
