@@ -4,8 +4,10 @@ One class is graded once (module fixture), each learner one way a notebook can g
 exercise, next_token_targets; the tests then read that exercise's rows. What those tests test is
 the grader's handling of each habit, not the lesson, so the class hands in a toy lesson: lesson
 00 cut down to that exercise, its check (the real checker, recording its probes, replayed by
-the grader) and one question. The forgeries that need three exercises in one notebook, and a
-few single gradings, run the real lesson 00 end to end.
+the grader) and one question. The learners whose notebooks must run into the per-cell time
+limit are graded beside it, in a class of their own with a short limit, so that no test waits
+out the shared class's. The forgeries that need three exercises in one notebook, and a few
+single gradings, run the real lesson 00 end to end.
 """
 import copy
 import csv
