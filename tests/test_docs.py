@@ -1,17 +1,20 @@
 """The docs hold: every relative link resolves, and every command of the instructor's guide runs.
 
-The guide's commands are its fenced blocks marked ```bash. Each is run, in the guide's order,
-against a tiny generated class of lesson-00 notebooks (ada right, bob with one wrong answer,
-cy blank), and what it made is checked. A command the test does not know how to run fails
-the test, so none is skipped silently; those of another branch's features are listed in
-PENDING_MERGE, reported as pending (a warning each), and fail the test when the guide no
-longer has them.
+The guide's commands are its fenced blocks marked ```bash. Each is run as written against a
+tiny generated class of lesson-00 notebooks (ada right, bob with one wrong answer, cy blank),
+and what it made is checked. Each waits for the commands before it in the guide whose folders
+it uses, so it finds what it would find were they run one by one in the guide's order; those
+that share no folder (the shards, beside the regrades of grades/) run side by side, two at a
+time. A command the test does not know how to run fails the test, so none is skipped
+silently; those of another branch's features are listed in PENDING_MERGE, reported as pending
+(a warning each), and fail the test when the guide no longer has them.
 """
 import csv
 import re
 import shlex
 import subprocess
 import sys
+import threading
 import warnings
 
 import nbformat
@@ -217,6 +220,73 @@ KNOWN = {
 }
 
 
+def folders(command):
+    """(the folders of the class a guide command reads, the one it writes) as its arguments name
+    them: a grading writes its --out folder, and merge also reads the folders it is given. The
+    lessons' own check (course_lib.exercises) uses none ("" for its folder); any other command
+    that names no --out gets None, which `after` takes for every folder."""
+    argv = shlex.split(command)
+    if "course_lib.exercises" in argv:
+        return set(), ""
+    out = argv[argv.index("--out") + 1].rstrip("/") if "--out" in argv else None
+    reads = set()
+    if "merge" in argv:
+        reads = {a.rstrip("/") for a in argv[argv.index("merge") + 1:] if not a.startswith("-")} - {out}
+    return reads, out
+
+
+def after(guide):
+    """For each command of the guide, the earlier ones it must wait for: those that write a folder
+    it reads or writes, or read the folder it writes (a command of unknown folders waits for all)."""
+    found = [folders(c) for c in guide]
+    waits = []
+    for j, (reads_j, out_j) in enumerate(found):
+        waits.append([i for i, (reads_i, out_i) in enumerate(found[:j])
+                      if out_i is None or out_j is None
+                      or (out_i and (out_i == out_j or out_i in reads_j)) or (out_j and out_j in reads_i)])
+    return waits
+
+
+def run_guide(guide, here, checks, jobs=2):
+    """Run the guide's commands, at most `jobs` at a time, each after the earlier commands it must
+    wait for (`after`), and check each as it ends, before any command that waits for it starts.
+    Independent commands (the shards, say, beside the regrades of grades/) run side by side. Returns
+    what each command raised (None where it ran and its check passed), in the guide's order."""
+    waits, slots = after(guide), threading.Semaphore(jobs)
+    done = [threading.Event() for _ in guide]
+    raised = [None] * len(guide)
+
+    def one(i):
+        try:
+            for k in waits[i]:
+                done[k].wait()
+            failed = [guide[k] for k in waits[i] if raised[k] is not None]
+            if failed:
+                raise AssertionError(f"not run: it follows {failed[0]!r}, which failed")
+            with slots:
+                code, output = _run(guide[i], here)
+            checks[i](code, output, here)
+        except BaseException as e:  # raised again by the test, in the guide's order
+            raised[i] = e
+        finally:
+            done[i].set()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(guide))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return raised
+
+
+def test_the_guides_commands_wait_for_the_commands_whose_folders_they_use():
+    guide = [".venv/bin/python -m course_lib.exercises --check", GRADE, CLASS + " --out grades-1/ --shard 1/2",
+             CLASS + " --out grades-2/ --shard 2/2", CLASS + " --out grades/ --learner ada --force",
+             ".venv/bin/python -m course_lib.grading merge grades-1/ grades-2/ --out grades/",
+             GRADE + " --export canvas", ".venv/bin/python -m course_lib.grading --class submissions/"]
+    assert after(guide) == [[], [], [], [], [1], [1, 2, 3, 4], [1, 4, 5], [0, 1, 2, 3, 4, 5, 6]]
+
+
 def test_every_command_in_the_instructors_guide_runs(tiny_class, capsys):
     guide = [c for block in fenced(GUIDE, "bash") for c in commands(block)]
     assert guide, "the guide has no ```bash block"
@@ -224,15 +294,16 @@ def test_every_command_in_the_instructors_guide_runs(tiny_class, capsys):
     assert not unknown, f"the guide has commands this test does not know how to run: {unknown}"
     stale = [c for c in PENDING_MERGE if c not in guide]
     assert not stale, f"PENDING_MERGE lists commands the guide no longer has: {stale}"
-    ran, pending, checks = [], [], {c: list(v) for c, v in KNOWN.items()}
     for command in guide:
         if command in PENDING_MERGE:
-            pending.append(command)
             warnings.warn(f"pending merge, not run: {command}")
-            continue
-        code, output = _run(command, tiny_class)
-        checks[command].pop(0)(code, output, tiny_class)
-        ran.append(command)
+    ran = [c for c in guide if c not in PENDING_MERGE]
+    pending = [c for c in guide if c in PENDING_MERGE]
+    queued = {c: list(v) for c, v in KNOWN.items()}
+    checks = [queued[c].pop(0) for c in ran]  # a command that appears twice: the next checker each time
+    for command, error in zip(ran, run_guide(ran, tiny_class, checks)):
+        if error is not None:
+            raise AssertionError(f"{command}: {error}") from error
     with capsys.disabled():
         print(f"\nran {len(ran)} command(s) of docs/instructors.md"
               + (" (without a sandbox: none here)" if sandbox.unavailable() else "") + ":")

@@ -7,8 +7,10 @@ into the lesson's nbval file, after its last cell. notebook_tools.LessonFold say
 where; the toy lesson at the end proves that it finds the first error a fresh kernel per
 variant of the learner's copy would find, and leaves what the lesson's cells print as it is.
 """
+import copy
 import functools
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -185,7 +187,7 @@ def test_one_kernel_run_finds_the_first_errors_of_separate_runs(tmp_path):
     (notebook_tools.first_error): the blank, the reference, a wrong answer at each exercise,
     one that fails in its own cell, one that draws random numbers, and one that reaches its
     check only after the reference run has stopped. The lesson's own cells print what they
-    print without the variants."""
+    print without the variants. (The nine runs, each in a fresh kernel, go two at a time.)"""
     from course_lib.exercises import working_copy
     from notebook_tools import fill, first_error
     lesson = _toy_lesson()
@@ -195,14 +197,27 @@ def test_one_kernel_run_finds_the_first_errors_of_separate_runs(tmp_path):
              ("double", "broken"): "return undefined_name",  # fails in the check's call
              ("halve", "keeps"): "torch.rand(9); np.random.rand(); random.random()\nreturn x",
              ("halve", "syntax"): "return (x"}
-    shared = run_folded(lesson, learner, reference, wrong, cwd=tmp_path, timeout=60)
-    separate = {"blank": first_error(learner, cwd=tmp_path, timeout=60),
-                "reference": first_error(fill(learner, reference), cwd=tmp_path, timeout=60)}
+    # a reference answer that breaks: the variants after it never reach their checks
+    breaks = ({**reference, "double": "return 2 * x + 1"}, {("halve", "keeps"): "return x"})
+    # Nine fresh kernels, each with notebooks of its own (nbclient runs a notebook in place),
+    # two at a time: none shares anything with another but the folder, which none writes to.
+    runs = {"shared": lambda: run_folded(copy.deepcopy(lesson), copy.deepcopy(learner), reference, wrong,
+                                         cwd=tmp_path, timeout=60),
+            "broken": lambda: run_folded(copy.deepcopy(lesson), copy.deepcopy(learner), *breaks,
+                                         cwd=tmp_path, timeout=60),
+            "plain": lambda: _plain_outputs(lesson, tmp_path)}
+    separate = {"blank": copy.deepcopy(learner), "reference": fill(learner, reference)}
     for (exercise, name), body in wrong.items():
-        separate[(exercise, name)] = first_error(fill(learner, {**reference, exercise: body}),
-                                                 cwd=tmp_path, timeout=60)
+        separate[(exercise, name)] = fill(learner, {**reference, exercise: body})
+    for key, nb in separate.items():
+        runs[key] = lambda nb=nb: first_error(nb, cwd=tmp_path, timeout=60)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {key: pool.submit(run) for key, run in runs.items()}
+    got = {key: future.result() for key, future in futures.items()}
+    shared, broken, plain = got.pop("shared"), got.pop("broken"), got.pop("plain")
+    separate = got
     assert shared.pop("lesson") is None
-    assert shared.pop("outputs") == _plain_outputs(lesson, tmp_path)
+    assert shared.pop("outputs") == plain
     assert shared == separate
     assert shared["reference"] is None
     assert shared["blank"][:2] == (3, "NotImplementedError")
@@ -210,9 +225,6 @@ def test_one_kernel_run_finds_the_first_errors_of_separate_runs(tmp_path):
     assert shared[("double", "broken")][:2] == (3, "NameError")
     assert shared[("halve", "keeps")][:2] == (7, "AssertionError")
     assert shared[("halve", "syntax")][:2] == (6, "SyntaxError")
-    # a reference answer that breaks: the variants after it never reach their checks
-    broken = run_folded(lesson, learner, {**reference, "double": "return 2 * x + 1"},
-                        {("halve", "keeps"): "return x"}, cwd=tmp_path, timeout=60)
     assert broken["reference"][:2] == (3, "AssertionError")
     assert broken[("halve", "keeps")] == broken["reference"]
     assert broken["lesson"] is None

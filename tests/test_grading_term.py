@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
 import pytest
@@ -387,10 +388,16 @@ def real_class(tmp_path_factory):
     options = dict(jobs=2, cell_timeout=TIMEOUT, notebook_timeout=240, memory_gib=3, sandbox=SANDBOXED,
                    log=lambda line: None, partial=True, due="00=2026-12-08T17:00",
                    late_penalty="10%/day,max=50%", overrides=str(overrides))
-    whole, _ = gradebook.grade_class(folder, base / "whole", **options)
     parts = [base / f"part{k}" for k in (1, 2)]
-    for k, part in enumerate(parts, 1):
-        gradebook.grade_class(folder, part, shard=(k, 2), **options)
+    # the whole class and its two shards graded side by side: three out folders, one class folder
+    # that none of them writes to (each shard's one notebook would leave a job idle alone)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        runs = [pool.submit(gradebook.grade_class, folder, base / "whole", **options)] + [
+            pool.submit(gradebook.grade_class, folder, part, shard=(k, 2), **options)
+            for k, part in enumerate(parts, 1)]
+    whole, _ = runs[0].result()
+    for graded in runs[1:]:
+        graded.result()
     merged = shards.merge(parts, base / "merged", log=lambda line: None)
     before = read_csv(base / "whole" / "gradebook.csv")
     summary = read_csv(base / "whole" / "summary.csv")  # before eve's regrade

@@ -83,11 +83,17 @@ def test_variant_tests_run_in_their_lessons_nbval_file_after_its_last_cell():
     after it); the variant tests of a lesson not under nbval stay in tests/."""
     import subprocess
     import sys
-    found = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "--nbval", "--nbval-current-env", "notebooks/00_start_here.ipynb",
-         "tests/test_exercise_notebooks.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    from concurrent.futures import ThreadPoolExecutor
+
+    def collect(*args):
+        return subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
+                               "no:cacheprovider", *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=600)
+    with ThreadPoolExecutor(max_workers=2) as pool:  # the two collections, side by side
+        found = pool.submit(collect, "--nbval", "--nbval-current-env", "notebooks/00_start_here.ipynb",
+                            "tests/test_exercise_notebooks.py")
+        count = pool.submit(collect, "tests/test_exercise_notebooks.py")
+    found, count = found.result(), count.result()
     ids = [line for line in found.stdout.splitlines() if "::" in line]
     lesson = [i for i in ids if i.startswith("notebooks/00_start_here.ipynb::")]
     cells = [i for i in lesson if "::Cell " in i]
@@ -102,9 +108,5 @@ def test_variant_tests_run_in_their_lessons_nbval_file_after_its_last_cell():
                    if i.startswith("tests/"))
     assert "tests/test_exercise_notebooks.py::test_blank_notebook_fails_first_at_its_first_check" \
         "[01_attention_by_hand.ipynb]" in ids
-    count = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "tests/test_exercise_notebooks.py"], cwd=ROOT, capture_output=True, text=True,
-        timeout=600)
     assert len([i for i in count.stdout.splitlines() if "::" in i]) == len(
         [i for i in ids if i.startswith("tests/") or i in moved])
