@@ -106,9 +106,9 @@ def main(argv=None):
         if rank == 0:
             n = sum(p.numel() for p in model.parameters())
             world = dist.get_world_size() if distributed else 1
+            optimizer = _OPTIMIZER_WORDS.get(cfg.optimizer, cfg.optimizer)
             print(f"preset {args.preset}{chosen}: {n:,} parameters, {cfg.steps} steps of "
-                  f"{cfg.batch_size} x {cfg.block_size} tokens, {_OPTIMIZER_WORDS.get(cfg.optimizer, cfg.optimizer)}, "
-                  f"on {world} x {device.type}")
+                  f"{cfg.batch_size} x {cfg.block_size} tokens, {optimizer}, on {world} x {device.type}")
         wrapped = model
         if distributed:
             wrapped = torch.nn.parallel.DistributedDataParallel(
