@@ -119,9 +119,11 @@ def grade_once(tmp, n, jobs, sandboxed, name):
     seconds = time.monotonic() - start
     after = os.times()
     used = sum(after[:4]) - sum(cpu[:4])  # this process and its children: the grader, pytest, kernels
+    inside = 0.0
     if sandboxed:  # a sandbox's processes are not the grader's children: add what pytest measured
         per_notebook = {(r["learner"], r["lesson"]): r["cpu_seconds"] for r in rows}
-        used += sum(float(v) for v in per_notebook.values() if v)
+        inside = sum(float(v) for v in per_notebook.values() if v)
+        used += inside
     print(f"--- {name} (load average before: {load:.1f}, after: {os.getloadavg()[0]:.1f})")
     print(f"verdicts: {dict(Counter(r['status'] for r in rows))}; graded in: "
           f"{dict(Counter(r['sandbox'] for r in rows))}")
@@ -135,6 +137,9 @@ def grade_once(tmp, n, jobs, sandboxed, name):
           f"on {jobs} otherwise idle cores 240 notebooks would need about "
           f"{240 * used / n / jobs / 60:.1f} min (CPU time per notebook x 240 / {jobs} cores); "
           f"the target is 2 s per notebook, 5 min on 2 cores (issue 23)")
+    if sandboxed:
+        print(f"  of which in the sandboxes (pytest, kernels and the jobs' zygotes): {inside / n:.2f} s, "
+              f"the grader's own processes: {(used - inside) / n:.2f} s per notebook")
     if replayer.replays:
         each = replayer.replay_cpu / n
         print(f"replay: {each:.3f} s of CPU per notebook ({replayer.replays} checks replayed in the "

@@ -29,6 +29,8 @@ from course_lib.grading.replay import Replayer
 from course_lib.grading.run import Graded, grade, use_sandbox
 from course_lib.grading.export import write_export
 from course_lib.grading.report import write_report
+from course_lib.grading.session import ForkedSandbox
+from course_lib.grading.session import available as session_unavailable
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, exposed)
 from course_lib.grading.shards import shard_of, write_shard
@@ -115,7 +117,7 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
                 memory_gib=MEMORY_GIB, html=True, log=print, root=ROOT,
                 startup_timeout=STARTUP_TIMEOUT, sandbox=True, chosen=None, force=False, shard=None,
                 partial=None, due=None, late_penalty=None, timezone=None, overrides=None,
-                solution_costs=None, export=(), replayer=None):
+                solution_costs=None, export=(), replayer=None, forked="auto"):
     """Grade every learner's notebooks into out/gradebook.csv, out/summary.csv and out/feedback/.
 
     chosen: grade only these learners, and keep every other row of the gradebook in `out`;
@@ -132,7 +134,9 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
     class folder is missing or holds nothing to grade, ValueError for a bad rule, override
     or learner name.
     Every notebook's checks are replayed by one worker of the grader's (`replayer`, started
-    here when None).
+    here when None). forked: "auto" grades each job's notebooks in one sandbox of the job's
+    whose libraries are imported once (`session.ForkedSandbox`) where this machine allows it,
+    False gives each notebook a sandbox of its own.
     """
     folder, out = Path(folder), Path(out)
     if not folder.is_dir():
@@ -226,13 +230,31 @@ def grade_class(folder, out, *, jobs=None, roster=None, lessons=LESSONS, only=No
     done = 0
     own_replayer = replayer is None
     replayer = Replayer(root) if own_replayer else replayer
+    forking = mode == SANDBOXED and forked and session_unavailable() is None
+    idle, made = [], []  # the jobs' sandboxes, each used by one notebook at a time
+
+    def graded(path):
+        session = None
+        if forking:
+            if idle:
+                session = idle.pop()
+            else:
+                session = ForkedSandbox(root)
+                made.append(session)
+        try:
+            return grade(path, lessons=lessons, cell_timeout=cell_timeout,
+                         notebook_timeout=notebook_timeout, memory_gib=memory_gib, root=root,
+                         startup_timeout=startup_timeout, sandbox=mode == SANDBOXED,
+                         replayer=replayer, session=session)
+        finally:
+            if session is not None:
+                idle.append(session)
+
     with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=jobs) as pool:
         if own_replayer:
             stack.callback(replayer.close)
-        futures = {pool.submit(grade, path, lessons=lessons, cell_timeout=cell_timeout,
-                               notebook_timeout=notebook_timeout, memory_gib=memory_gib,
-                               root=root, startup_timeout=startup_timeout,
-                               sandbox=mode == SANDBOXED, replayer=replayer):
+        stack.callback(lambda: [session.close() for session in made])
+        futures = {pool.submit(graded, path):
                    (learner, path, key, submitted) for learner, path, key, submitted in todo}
         for future in as_completed(futures):
             learner, path, key, submitted = futures[future]

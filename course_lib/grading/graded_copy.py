@@ -365,16 +365,21 @@ def _add_bytecode(copy_root, root):
 
 
 def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, cpu_seconds,
-               root=ROOT, startup_timeout=STARTUP_TIMEOUT, replay=None):
+               root=ROOT, startup_timeout=STARTUP_TIMEOUT, replay=None, lib=None):
     """Lay out a graded copy in `folder`: course_lib, data, notebooks/<lesson>, and the pytest set-up.
 
-    course_lib comes with hash-checked bytecode of its sources (`compiled_tree`).
+    course_lib comes with hash-checked bytecode of its sources (`compiled_tree`). lib: a folder
+    holding both, read-only in the sandbox, which the copy links to instead of copying them.
     """
     folder = Path(folder)
     for part in COPIED:
-        shutil.copytree(Path(root) / part, folder / part,
-                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
-    _add_bytecode(folder, root)
+        if lib is not None:
+            (folder / part).symlink_to(Path(lib) / part, target_is_directory=True)
+        else:
+            shutil.copytree(Path(root) / part, folder / part,
+                            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    if lib is None:
+        _add_bytecode(folder, root)
     (folder / "notebooks").mkdir()
     (folder / "records").mkdir()   # where each check cell saves its record
     nbformat.write(nb, folder / "notebooks" / lesson_name)

@@ -10,6 +10,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -165,22 +166,13 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
             break
         except subprocess.TimeoutExpired:
             pass
-        now = time.monotonic()
-        if ready is None and any("kernel_ready" in e for e in _read_records(record, key)[0]):
-            ready = now
-        if ready is None and now - began > startup_timeout + 60:
-            start_failure = stopped = (f"the machine was too slow to start the kernel: it was not "
-                                       f"ready {now - began:.0f} s after grading began")
-        elif ready is not None and now - ready > notebook_timeout:
-            stopped = f"the notebook ran past its {notebook_timeout:g} s time limit before this check"
+        ready, stopped, start_failure = watch(record, key, began, ready, startup_timeout, notebook_timeout)
         if stopped:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             break
     entries, forged = _read_records(record, key)
-    with log.open("rb") as f:  # its tail only: a notebook may have written a great deal
-        f.seek(max(0, log.stat().st_size - 4000))
-        output = f.read().decode("utf-8", errors="replace")
+    output = tail(log)
     shutil.rmtree(private, ignore_errors=True)
     shutil.rmtree(records, ignore_errors=True)
     # the kernel of an unsandboxed run killed at its time limit (a sandbox's die with it)
@@ -190,6 +182,45 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
                 os.kill(entry["kernel_pid"], signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+    return outcome(entries, forged, output, stopped, start_failure, proc.returncode)
+
+
+def tail(log):
+    """The end of a run's output (a notebook may have written a great deal), never following a link or a FIFO."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        with os.fdopen(os.open(log, flags), "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return f"(its output file was replaced: mode {stat.filemode(info.st_mode)})"
+            f.seek(max(0, info.st_size - 4000))
+            return f.read(4000).decode("utf-8", errors="replace")
+    except OSError as e:
+        return f"(its output could not be read: {e.strerror})"
+
+
+def watch(record, key, began, ready, startup_timeout, notebook_timeout):
+    """(when the kernel was ready, why to stop the run now, why its kernel did not start) at one look.
+
+    The notebook's time limit counts from when its kernel is ready (the record says so).
+    """
+    now, stopped, start_failure = time.monotonic(), None, None
+    if ready is None and any("kernel_ready" in e for e in _read_records(record, key)[0]):
+        ready = now
+    if ready is None and now - began > startup_timeout + 60:
+        start_failure = stopped = (f"the machine was too slow to start the kernel: it was not "
+                                   f"ready {now - began:.0f} s after grading began")
+    elif ready is not None and now - ready > notebook_timeout:
+        stopped = f"the notebook ran past its {notebook_timeout:g} s time limit before this check"
+    return ready, stopped, start_failure
+
+
+def outcome(entries, forged, output, stopped, start_failure, returncode):
+    """The Run that a run's signed records, output and exit status make.
+
+    stopped: why the grader stopped it (its time limits), start_failure: why it saw no kernel
+    start; returncode: pytest's exit status (negative: the signal that ended it).
+    """
     if forged:
         return Run({}, ("the grader's record of this run was written to by something else, so none "
                         "of it counts"), output=output)
@@ -205,10 +236,10 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
     elif (start_failure is None and started is not None and first is not None
           and "Kernel dead on test start" in (first["message"] or "")):
         start_failure = "the kernel died after it started, before the first cell ran"
-    elif start_failure is None and stopped is None and not cells and proc.returncode not in (0, 1):
-        start_failure = f"pytest stopped with status {proc.returncode} before any cell ran"
-    if stopped is None and proc.returncode not in (0, 1):
-        stopped = f"pytest stopped with status {proc.returncode}: {output.strip()[-500:]}"
+    elif start_failure is None and stopped is None and not cells and returncode not in (0, 1):
+        start_failure = f"pytest stopped with status {returncode} before any cell ran"
+    if stopped is None and returncode not in (0, 1):
+        stopped = f"pytest stopped with status {returncode}: {output.strip()[-500:]}"
     if start_failure:
         stopped = start_failure
     cpu = next((e["cpu_seconds"] for e in entries if "cpu_seconds" in e), None)
@@ -218,12 +249,14 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
 
 def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
           notebook_timeout=NOTEBOOK_TIMEOUT, memory_gib=MEMORY_GIB, keep=None, root=ROOT,
-          startup_timeout=STARTUP_TIMEOUT, sandbox="auto", replayer=None):
+          startup_timeout=STARTUP_TIMEOUT, sandbox="auto", replayer=None, session=None):
     """Grade the notebook at `path` against its lesson (by file name unless given); a Graded.
 
     sandbox: True runs it in a bubblewrap sandbox (SandboxUnavailable if there is none),
     False without one, "auto" in one where this machine can make one. `replayer`: the
     grading job's `replay.Replayer` (one is started for this notebook when None).
+    session: the grading job's `session.ForkedSandbox`, which runs it in the job's sandbox
+    (forked from a process that has imported the libraries); None: a sandbox of its own.
     """
     path, start = Path(path), time.monotonic()
     sandboxed = use_sandbox(sandbox)
@@ -267,10 +300,19 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
         return not_run(f"this notebook is lesson {Path(best).stem} (its text and exercises are that "
                        f"lesson's), saved as {path.name}; hand in {lesson_path.name} itself")
     sha = submission_hash(path, lesson_path, root, data=data)
-    folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=f"grade-{stem}-"))
-    if keep:
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
+    if session is not None and (keep or not sandboxed):
+        raise ValueError("a notebook graded in a job's sandbox is sandboxed, and its copy is not kept")
+
+    def new_folder():
+        if session is not None:
+            return session.new_copy()
+        if keep:
+            shutil.rmtree(keep, ignore_errors=True)
+            Path(keep).mkdir(parents=True)
+            return Path(keep)
+        return Path(tempfile.mkdtemp(prefix=f"grade-{stem}-"))
+
+    folder = new_folder()
     tries = []  # why each earlier try's kernel did not get as far as the first cell
     cpu_used = []  # each try's CPU seconds
     pass_lines = {e.name: "".join(o["text"] for o in e.pass_output).strip() for e in found}
@@ -287,21 +329,25 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
             cpu = int(notebook_timeout + startup_timeout + 30)
             write_copy(copy_root, nb, lesson_path.name, placements, cell_timeout,
                        memory_gib * 2 ** 30, cpu, root, startup_timeout=startup_timeout,
+                       lib=None if session is None else session.lib,
                        replay={"base_seed": base_seed, "checks": {
                            e.name: {"module": e.module, "pass_line": pass_lines[e.name]} for e in found}})
             settings = json.loads((copy_root / "grading.json").read_text())
             before = tree_hash(copy_root, ("course_lib",))
             limits = {"RLIMIT_AS": int(memory_gib * 2 ** 30) or None, "RLIMIT_CPU": [cpu, cpu + 5],
                       "RLIMIT_CORE": 0, "RLIMIT_FSIZE": FILE_LIMIT}
-            run = _run_copy(copy_root, lesson_path.name, notebook_timeout, startup_timeout,
-                            limits=limits, sandboxed=sandboxed)
+            if session is None:
+                run = _run_copy(copy_root, lesson_path.name, notebook_timeout, startup_timeout,
+                                limits=limits, sandboxed=sandboxed)
+            else:
+                run = session.run(copy_root, lesson_path.name, notebook_timeout, startup_timeout,
+                                  dict(limits, RLIMIT_NPROC=process_limit()), sandbox_uid())
             cpu_used.append(run.cpu_seconds)
             if run.start_failure is None or len(tries) == 1:
                 break
             tries.append(run.start_failure)  # the machine's fault, not the notebook's: once more
             shutil.rmtree(folder, ignore_errors=True)
-            folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=f"grade-{stem}-"))
-            folder.mkdir(parents=True, exist_ok=True)
+            folder = new_folder()
         if run.start_failure:
             reason = f"{run.start_failure}; tried twice, so this notebook was not graded: grade it again"
             results = [Result(e.name, "not run", reason, 0, e.points) for e in found]

@@ -87,12 +87,16 @@ def give_to(folder, uid):
             os.lchown(os.path.join(top, name), uid, uid)
 
 
-def bwrap_command(command, copy, writable, *, root=ROOT, readonly_parts=("course_lib", "data")):
-    """The bwrap command line that runs `command` in a sandbox holding `copy` and the `writable` folders."""
+def bwrap_command(command, copy, writable, *, root=ROOT, readonly_parts=("course_lib", "data"),
+                  readonly=(), capabilities=None):
+    """The bwrap command line that runs `command` in a sandbox holding `copy`, the `writable` folders
+    and the `readonly` ones. capabilities: as root, the first process's only ones (None: bwrap's)."""
     args = [shutil.which("bwrap") or "bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net",
             "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
             "--hostname", "grading"]
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 and capabilities is not None:
+        args += ["--cap-drop", "ALL"] + [a for cap in capabilities for a in ("--cap-add", cap)]
+    elif os.geteuid() == 0:
         # root: no user namespace; the first process drops to the notebook's own user id
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
@@ -106,6 +110,7 @@ def bwrap_command(command, copy, writable, *, root=ROOT, readonly_parts=("course
     copy = Path(copy).resolve()
     binds = [(p, "--ro-bind") for p in python_paths(root)] + [(copy, "--bind")]
     binds += [(Path(p).resolve(), "--bind") for p in writable]
+    binds += [(Path(p).resolve(), "--ro-bind") for p in readonly]
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
     # the folders above each mount, made here as bwrap would (0700) but readable by the
     # sandbox's user, who would otherwise not get past /root to a Python installed there

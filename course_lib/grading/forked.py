@@ -1,0 +1,342 @@
+"""Inside one grading job's sandbox: a process that imports the libraries once and forks a run per notebook.
+
+`course_lib.grading.session` starts this in a bubblewrap sandbox, as root there and with
+only the capabilities to change user, kill and clear files. This process (the *zygote*) runs
+no learner code, ever. It imports torch, numpy, matplotlib, IPython, ipykernel, pytest and
+nbval, then serves one notebook at a time:
+
+- the grader sends on stdin (fd 0) `{"run": ...}`: the graded copy, its user id and limits;
+- the zygote forks the notebook's *runner*, which sets the notebook's hard limits, becomes
+  the notebook's own user (losing every capability) and forks the *kernel-to-be* before it
+  reads anything secret; only then does it read, from fd 3, the key that signs its records,
+  and run pytest with nbval on the copy. nbval's kernel is the kernel-to-be (`_launch`): it
+  becomes an IPython kernel with the environment a fresh kernel would have had;
+- when the runner ends, or the grader sends `stop`, the zygote kills every process in the
+  sandbox but itself, empties /tmp, and reports `done <status> <its own CPU seconds>` on fd 4.
+
+So each notebook starts from memory untouched by any other notebook (a fork of the zygote),
+runs as a user id no other notebook has, and finds nothing of the one before: its processes
+are killed and its /tmp emptied before the next is forked; the grader deletes its copy.
+"""
+import json
+import os
+import random
+import resource
+import select
+import shutil
+import signal
+import sys
+import time
+
+CONTROL, KEYS, STATUS = 0, 3, 4
+# What the zygote imports once (a notebook's own `import` then finds them loaded).
+LIBRARIES = ("numpy", "torch", "matplotlib.pyplot", "IPython", "ipykernel.kernelapp",
+             "ipykernel.ipkernel", "jupyter_client", "nbformat", "pytest", "nbval.plugin",
+             "course_lib.grading.plugin")
+_PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 4, 36
+
+
+def _prctl(option, value):
+    import ctypes
+    ctypes.CDLL(None).prctl(option, value, 0, 0, 0)
+
+
+def _read_line(fd):
+    """One line from fd, read a byte at a time so that nothing after it is taken (b'' at its end)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        byte = os.read(fd, 1)
+        if not byte:
+            return data
+        data += byte
+    return data
+
+
+def _threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+# ---------------------------------------------------------------- the kernel-to-be
+
+class ForkedKernel:
+    """The kernel-to-be as jupyter_client's provisioner sees it: what it uses of a Popen."""
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid):
+        self.pid, self.returncode = pid, None
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = self.pid, 0
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        import subprocess
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("kernel", timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+    def send_signal(self, signum):
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+
+def _become_kernel(read_end, std_path):
+    """In the kernel-to-be: wait for nbval's launch, then run ipykernel as `python -m ipykernel_launcher` would."""
+    try:
+        os.setpgid(0, 0)             # its own process group, which the runner signals
+    except OSError:                  # the runner made it so first
+        pass
+    message = b""
+    while chunk := os.read(read_end, 65536):
+        message += chunk
+    os.close(read_end)
+    if not message:  # the runner ended without a kernel
+        os._exit(0)
+    launch = json.loads(message)
+    cmd, env = launch["cmd"], launch["env"]
+    if cmd[1:3] != ["-m", "ipykernel_launcher"]:
+        os._exit(3)
+    _prctl(_PR_SET_DUMPABLE, 1)       # as after exec: nothing secret is in this process
+    if launch.get("stderr_devnull"):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+    os.chdir(launch["cwd"] or ".")
+    os.environ.clear()
+    os.environ.update(env)
+    # the path a fresh `python -m` would have: its folder, PYTHONPATH, then the system's
+    sys.path[:] = [os.getcwd()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p] + std_path
+    for name in [n for n in sys.modules if n in ("course_lib", "conftest") or n.startswith("course_lib.")]:
+        del sys.modules[name]   # the notebook imports course_lib from its own copy
+    sys.path_importer_cache.clear()
+    import importlib
+    importlib.invalidate_caches()
+    random.seed()               # a fresh process's seeds, not the zygote's
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
+    sys.argv = [sys.modules["ipykernel"].__file__.replace("ipykernel/__init__.py", "ipykernel_launcher.py"),
+                *cmd[3:]]
+    code = 0
+    try:
+        # what ipykernel_launcher does, but for the runner's pid, which ipykernel read from the
+        # environment when the zygote imported it: a kernel ends when its runner does
+        del sys.path[0]
+        from ipykernel.kernelapp import IPKernelApp
+        IPKernelApp.launch_instance(parent_handle=int(env.get("JPY_PARENT_PID") or 0))
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        code = 1
+    _exit(code)
+
+
+def _exit(code):
+    """End a forked process as an interpreter would, without returning into its parent's code."""
+    import atexit
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+# ---------------------------------------------------------------- the notebook's runner
+
+def _run_notebook(order, std_path):
+    """In the runner: limits, the notebook's user, the kernel-to-be, then the key and pytest (never returns)."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, CONTROL)            # the grader's orders are the zygote's alone
+    os.close(null)
+    os.close(STATUS)
+    for name, value in order["limits"].items():
+        if value is not None and hasattr(resource, name):
+            soft, hard = value if isinstance(value, list) else (value, value)
+            resource.setrlimit(getattr(resource, name), (soft, hard))
+    uid = order["uid"]
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)       # every capability goes with root
+    _prctl(_PR_SET_DUMPABLE, 0)       # no process of this user may read this one's memory
+    folder = order["folder"]
+    os.environ.clear()               # the notebook's environment, which its kernel inherits
+    os.environ.update(order["env"])
+    log = os.open(order["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.chdir(folder)
+    read_end, write_end = os.pipe()
+    if _threads() != 1:
+        raise RuntimeError("the runner has more than one thread: a fork would copy a lock held by another")
+    kernel = os.fork()
+    if kernel == 0:
+        os.close(KEYS)
+        os.close(write_end)
+        _become_kernel(read_end, std_path)
+    try:
+        os.setpgid(kernel, kernel)   # before jupyter_client reads its group, whichever runs first
+    except OSError:
+        pass
+    os.close(read_end)
+    while True:  # the key: lines for other runs (one that ended before reading its own) are skipped
+        line = _read_line(KEYS)
+        if not line:
+            os._exit(5)
+        setup = json.loads(line)
+        if setup["id"] == order["id"]:
+            break
+    os.close(KEYS)
+    import course_lib.grading.plugin as g
+    g._RECORD = setup["record"]
+    _use_kernel(kernel, write_end)
+    os.environ.update(PYTHONPATH=folder, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    import pytest
+    # (nbval was imported by the zygote, too early for pytest to rewrite its asserts: it has none)
+    status = pytest.main(["-p", "nbval.plugin", "-W", "ignore::pytest.PytestAssertRewriteWarning",
+                          f"notebooks/{order['lesson']}"])
+    used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    g._record({"cpu_seconds": round(sum(u.ru_utime + u.ru_stime for u in used), 2)})
+    _exit(int(status))
+
+
+def _use_kernel(pid, write_end):
+    """Make jupyter_client's first kernel launch start the kernel-to-be instead of a new process."""
+    from jupyter_client.provisioning import local_provisioner
+    real = local_provisioner.launch_kernel
+    state = {"used": False}
+
+    def launch_kernel(cmd, stdin=None, stdout=None, stderr=None, env=None, cwd=None, **kwargs):
+        if state["used"]:  # a restart: a process of its own, as jupyter_client makes one
+            return real(cmd, stdin=stdin, stdout=stdout, stderr=stderr, env=env, cwd=cwd, **kwargs)
+        state["used"] = True
+        env = dict(env or os.environ, JPY_PARENT_PID=str(os.getpid()))  # as jupyter_client's launch sets it
+        message = {"cmd": list(cmd), "env": env, "cwd": cwd,
+                   "stderr_devnull": getattr(stderr, "name", None) == os.devnull}
+        os.write(write_end, json.dumps(message).encode())
+        os.close(write_end)
+        return ForkedKernel(pid)
+
+    local_provisioner.launch_kernel = launch_kernel
+
+
+# ---------------------------------------------------------------- the zygote
+
+def _others():
+    """The processes of this sandbox besides itself and bubblewrap's first (pid 1)."""
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+
+
+def _reap():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _clear(keep):
+    """Kill every process but this one and empty /tmp but for `keep` (the grader's folders, mounted there)."""
+    for _ in range(1000):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _reap()
+        if not _others():
+            break
+        time.sleep(0.005)
+    for name in os.listdir("/tmp"):
+        path = os.path.join("/tmp", name)
+        if keep == path or keep.startswith(path + "/"):
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def _wait(runner):
+    """Wait for the runner, or for the grader's `stop`; its status (a negative signal number when killed)."""
+    while True:
+        ready, _, _ = select.select([CONTROL], [], [], 0.2)
+        if ready:
+            line = _read_line(CONTROL)
+            if not line or json.loads(line).get("stop"):
+                os.kill(runner, signal.SIGKILL)
+                return -signal.SIGKILL if line else None
+        pid, status = os.waitpid(runner, os.WNOHANG)
+        if pid:
+            return os.waitstatus_to_exitcode(status)
+
+
+def serve():
+    """The zygote's loop: import once, then fork a runner per `run` order until stdin ends."""
+    _prctl(_PR_SET_DUMPABLE, 0)
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)   # what a notebook leaves running comes back here to be reaped
+    setup = json.loads(_read_line(CONTROL))
+    import fcntl  # onto fds 3 and 4, whatever they were: by way of numbers above both
+    moved = [fcntl.fcntl(setup[name], fcntl.F_DUPFD, 10) for name in ("keys", "status")]
+    os.close(setup["keys"])
+    os.close(setup["status"])
+    for fd, number in zip(moved, (KEYS, STATUS)):
+        os.dup2(fd, number)
+        os.close(fd)
+    std_path = [p for p in sys.path if p and p not in setup["python_path"]]
+    sys.path[:0] = [setup["no_debugger"]]
+    sys.modules["rfc3987_syntax"] = None
+    for name in LIBRARIES:
+        __import__(name)
+    sys.path.remove(setup["no_debugger"])
+    sys.modules.pop("debugpy", None)
+    del sys.modules["rfc3987_syntax"]
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
+    reported = cpu.ru_utime + cpu.ru_stime
+    os.write(STATUS, f"ready {reported:.3f}\n".encode())
+    while True:
+        line = _read_line(CONTROL)
+        if not line:
+            break
+        order = json.loads(line).get("run")
+        if order is None:   # a `stop` for a run that has already ended
+            continue
+        if _threads() != 1:
+            raise RuntimeError("the zygote has more than one thread: it cannot fork safely")
+        runner = os.fork()
+        if runner == 0:
+            try:
+                _run_notebook(order, std_path)
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+            finally:
+                os._exit(4)
+        status = _wait(runner)
+        _clear(setup["keep"])
+        cpu = resource.getrusage(resource.RUSAGE_SELF)
+        os.write(STATUS, f"done {status} {cpu.ru_utime + cpu.ru_stime - reported:.3f}\n".encode())
+        reported = cpu.ru_utime + cpu.ru_stime
+        if status is None:
+            break

@@ -1,0 +1,200 @@
+"""One sandbox per grading job, its libraries imported once: the grader's side of `forked`.
+
+`grade_class` gives each of its jobs a ForkedSandbox: one bubblewrap sandbox whose zygote
+(`forked.serve`) has imported torch, numpy, matplotlib, IPython, pytest and nbval, and forks
+a runner and a kernel for each notebook. What keeps notebooks apart is in `forked`'s
+docstring; here the grader's part of it:
+
+- every notebook gets a user id of its own (`sandbox.sandbox_uid`), and its copy and its
+  records folder belong to that id alone, under folders it can pass through but not list;
+- the grader deletes a notebook's copy and records once it has read them, before the next
+  notebook's run is ordered;
+- the key that signs a notebook's records goes to its runner alone (fd 3), after its kernel
+  was forked; the zygote never holds one.
+
+It needs a grader running as root (only root can give each notebook a user id of its own)
+on Linux with bubblewrap: `available()` says why not, and the grader then gives each
+notebook a sandbox of its own (`run._run_copy`), as it does for a single notebook.
+"""
+import json
+import os
+import secrets
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from course_lib.exercises import ROOT
+from course_lib.grading.graded_copy import (COPIED, KERNEL_PATH, NO_DEBUGGER, _add_bytecode,
+                                            _copy_font_cache)
+from course_lib.grading.plugin import _read_records
+from course_lib.grading.sandbox import bwrap_command, sandbox_env, unavailable
+
+# The zygote's capabilities: change user (each runner becomes its notebook's), kill what a
+# notebook leaves running, and empty /tmp of its files. Everything else is dropped.
+CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
+ZYGOTE = "import course_lib.grading.forked as f; f.serve()"
+THREADS = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                            "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
+# Seconds the zygote may take to clear a notebook away after a stop before the sandbox is ended.
+CLEAR_TIMEOUT = 30
+
+
+def available():
+    """Why one sandbox cannot serve many notebooks here, or None when it can."""
+    if unavailable() is not None:
+        return unavailable()
+    if os.geteuid() != 0:
+        return "only a grader running as root can give each notebook a user id of its own"
+    return None
+
+
+class ForkedSandbox:
+    """A grading job's sandbox: `run` grades one copy in it at a time; `close` ends it."""
+
+    def __init__(self, root=ROOT):
+        self.root, self.proc, self.runs = Path(root), None, 0
+        self.folder = Path(tempfile.mkdtemp(prefix="grading-job-"))
+        self.lib, self.work = self.folder / "lib", self.folder / "work"
+        self.records, self.home = self.folder / "records", self.folder / "zygote"
+        for part in COPIED:
+            shutil.copytree(self.root / part, self.lib / part,
+                            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        _add_bytecode(self.lib, self.root)
+        (self.lib / KERNEL_PATH).mkdir()
+        (self.lib / KERNEL_PATH / "debugpy.py").write_text(NO_DEBUGGER, encoding="utf-8")
+        _copy_font_cache(self.home)
+        for folder in (self.work, self.records):  # passed through by the notebooks, never listed
+            folder.mkdir(mode=0o711)
+            folder.chmod(0o711)
+
+    def new_copy(self):
+        """An empty folder for a graded copy inside this sandbox."""
+        folder = self.work / secrets.token_hex(8)
+        folder.mkdir(mode=0o700)
+        return folder
+
+    # -------------------------------------------------------------- the sandbox
+
+    def _start(self):
+        env = sandbox_env(self.home, dict(THREADS, PYTHONPATH=str(self.lib), PYTHONDONTWRITEBYTECODE="1",
+                                          MPLBACKEND="agg", MPLCONFIGDIR=str(self.home)))
+        command = bwrap_command([sys.executable, "-c", ZYGOTE], self.work, [self.records, self.home],
+                                root=self.root, readonly_parts=(), readonly=[self.lib],
+                                capabilities=CAPABILITIES)
+        keys_read, self.keys = os.pipe()
+        self.status, status_write = os.pipe()
+        self.log = open(self.folder / "zygote.log", "wb")
+        # the runners' keys and the zygote's reports, on pipes of their own (bwrap passes them on)
+        self.proc = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     pass_fds=(keys_read, status_write))
+        os.close(keys_read)
+        os.close(status_write)
+        self.buffer, self.start_cpu = b"", None
+        self._send({"python_path": [str(self.lib)], "no_debugger": str(self.lib / KERNEL_PATH),
+                    "keys": keys_read, "status": status_write, "keep": str(self.folder)})
+
+    def _send(self, message, fd=None):
+        data = (json.dumps(message) + "\n").encode()
+        if fd is None:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        else:
+            os.write(fd, data)
+
+    def _report(self, timeout):
+        """The zygote's next report line, split (None: none within timeout; [] when the sandbox has ended)."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            ready, _, _ = select.select([self.status], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None
+            chunk = os.read(self.status, 4096)
+            if not chunk:
+                return []
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line.decode().split()
+
+    def _end(self):
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, 9)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+            for fd in (self.keys, self.status):
+                os.close(fd)
+            self.proc.stdin.close()
+            self.log.close()
+            self.proc = None
+
+    def close(self):
+        self._end()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -------------------------------------------------------------- one notebook
+
+    def run(self, copy, lesson_name, notebook_timeout, startup_timeout, limits, uid):
+        """Grade the copy at `copy` (made by new_copy) as user `uid`; a run.Run."""
+        from course_lib.grading.run import give_to, outcome, tail, watch
+        if self.proc is None or self.proc.poll() is not None:
+            self._end()
+            self._start()
+        self.runs += 1
+        records = self.records / secrets.token_hex(8)
+        records.mkdir(mode=0o700)
+        give_to(copy, uid)
+        give_to(records, uid)
+        record, key, log = records / f"{secrets.token_hex(8)}.jsonl", secrets.token_hex(32), records / "pytest.log"
+        extra = dict(THREADS, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
+        order = {"id": self.runs, "folder": str(copy), "lesson": lesson_name, "uid": uid,
+                 "limits": limits, "log": str(log), "env": sandbox_env(copy, extra)}
+        began, ready, stopped, start_failure, status, zygote_cpu = time.monotonic(), None, None, None, None, 0.0
+        try:
+            self._send({"run": order})
+            self._send({"id": self.runs, "record": [str(record), key]}, self.keys)
+            while True:
+                report = self._report(0.5)
+                if report == []:
+                    stopped = stopped or "the grading sandbox ended while this notebook ran"
+                    start_failure = start_failure or (None if ready else stopped)
+                    break
+                if report and report[0] == "ready":
+                    self.start_cpu = float(report[1])
+                    continue
+                if report and report[0] == "done":
+                    status = None if report[1] == "None" else int(report[1])
+                    zygote_cpu = float(report[2]) + (self.start_cpu or 0.0)
+                    self.start_cpu = None
+                    break
+                if stopped is None:
+                    ready, stopped, start_failure = watch(record, key, began, ready, startup_timeout,
+                                                          notebook_timeout)
+                    if stopped:
+                        self._send({"stop": True})
+                        stopping = time.monotonic()
+                elif time.monotonic() - stopping > CLEAR_TIMEOUT:
+                    self._end()  # the zygote did not clear it away in time: a new sandbox for the next
+                    break
+        except (BrokenPipeError, OSError) as e:
+            stopped = start_failure = f"the grading sandbox could not be reached ({e})"
+            self._end()
+        entries, forged = _read_records(record, key)
+        output = tail(log)
+        shutil.rmtree(records, ignore_errors=True)
+        run = outcome(entries, forged, output, stopped, start_failure, -9 if status is None else status)
+        if run.cpu_seconds is not None:
+            run.cpu_seconds = round(run.cpu_seconds + zygote_cpu, 2)
+        return run
+
