@@ -59,7 +59,7 @@ def feedback_html(graded, learner=""):
     if not hasattr(_EXPORTERS, "html"):  # loading the templates costs more than using them
         # the learner's own HTML (in markdown and outputs) is escaped: no script runs when opened
         _EXPORTERS.html = _page_exporter()(config=Config(
-            {"HTMLExporter": {"preprocessors": ["nbconvert.preprocessors.sanitize.SanitizeHTML"]}}))
+            {"HTMLExporter": {"preprocessors": [_remembering_sanitizer()]}}))
     try:
         body, _ = _EXPORTERS.html.from_notebook_node(nb)
     except _NBCONVERT_CHANGED:  # an nbconvert whose HTMLExporter works otherwise: its own way
@@ -85,11 +85,15 @@ def _page_exporter():
     from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
     class FeedbackExporter(HTMLExporter):
+        def default_filters(self):  # bleach, on each highlighted input, is most of a page
+            for name, function in super().default_filters():
+                yield name, (_remembered(function) if name == "clean_html" else function)
+
         def from_notebook_node(self, nb, resources=None, **kw):
             info = nb.metadata.get("language_info", {})
             lexer = info.get("pygments_lexer", info.get("name", None))
             self.register_filter("highlight_code", self.filters.get(
-                "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+                "highlight_code", _remembered(Highlight2HTML(pygments_lexer=lexer, parent=self))))
             resources = self._init_resources(resources)
             self.register_filter("filter_data_type", WidgetsDataTypeFilter(
                 notebook_metadata=self._nb_metadata, parent=self, resources=resources))
@@ -97,6 +101,37 @@ def _page_exporter():
             return accessible(page), resources
 
     return FeedbackExporter
+
+
+# Pages of one lesson share most of their cells (its text, its code): each cell's sanitized
+# HTML and highlighted code, a pure function of its text, is made once per grading thread.
+REMEMBERED = 20_000  # texts kept per thread; past that, the oldest go
+
+
+def _remembered(function):
+    """function, remembering its results by its arguments (all text, or None)."""
+    seen = {}
+
+    def remembering(*args, **kwargs):
+        key = (args, json.dumps(kwargs, sort_keys=True, default=str))
+        if key not in seen:
+            if len(seen) >= REMEMBERED:
+                del seen[next(iter(seen))]
+            seen[key] = function(*args, **kwargs)
+        return seen[key]
+    return remembering
+
+
+def _remembering_sanitizer():
+    """nbconvert's SanitizeHTML preprocessor, remembering each text it cleaned (bleach is most of a page)."""
+    from nbconvert.preprocessors.sanitize import SanitizeHTML
+
+    class RememberingSanitizeHTML(SanitizeHTML):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.sanitize_html_tags = _remembered(super().sanitize_html_tags)
+
+    return RememberingSanitizeHTML
 
 
 _FOCUSED = re.compile(r'<div class="([^"<>]*\b(?:jp-Cell-inputWrapper|jp-OutputArea-output)\b[^"<>]*)"'
