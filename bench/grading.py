@@ -8,9 +8,12 @@ from tests/answers.py (i % 3 == 1), or leaves the stubs blank (i % 3 == 2). The 
 graded into a temporary folder, and the script prints notebooks per minute, the time
 and CPU seconds per notebook, the verdicts, and the machine it ran on (with its load,
 since a shared machine grades more slowly). With `--sandbox both` (the default where
-bubblewrap works) it grades the class twice, without the sandbox and then in it, and
-prints what the sandbox costs per notebook: compare those two, measured in one run, rather
-than absolute times from a busy machine. Each way it also prints what the replay costs: the
+bubblewrap works) it grades the class twice, without the sandbox (a fresh pytest and kernel
+for each notebook) and then as `make grade`'s class mode does (each grading job's notebooks in
+one sandbox, forked from a process that imported the libraries once, where the grader is root:
+course_lib.grading.session); `--sandbox all` adds a sandbox of its own for each notebook, as
+before that. Compare figures measured in one run rather than absolute times from a busy
+machine. Each way it also prints what the replay costs: the
 CPU of the grader's worker that decides every verdict by replaying the checks' records
 (course_lib.grading.replay), per notebook, and once per grading job for its start.
 """
@@ -28,7 +31,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from course_lib.grading import gradebook, replay, sandbox  # noqa: E402
+from course_lib.grading import gradebook, replay, sandbox, session  # noqa: E402
 from course_lib.exercises import exercises  # noqa: E402
 
 from answers import WRONG  # noqa: E402
@@ -78,18 +81,23 @@ def main(argv=None):
     parser.add_argument("--learners", type=int, default=30)
     parser.add_argument("--lessons", help="comma-separated lesson numbers, e.g. 00,01 (default: all)")
     parser.add_argument("--jobs", type=int, default=None, help="default: the number of cores")
-    parser.add_argument("--sandbox", choices=("both", "on", "off"), default="both",
-                        help="grade without the sandbox and in it (both), or one way only")
+    parser.add_argument("--sandbox", choices=("both", "on", "off", "all"), default="both",
+                        help="grade without the sandbox and in it (both), one way only, or also "
+                             "with a sandbox of its own for each notebook (all)")
     args = parser.parse_args(argv)
     lessons = sorted((ROOT / "notebooks").glob("*.ipynb"))
     if args.lessons:
         wanted = args.lessons.split(",")
         lessons = [p for p in lessons if p.name[:2] in wanted]
     jobs = args.jobs or gradebook.cores()
-    modes = {"both": [False, True], "on": [True], "off": [False]}[args.sandbox]
-    if True in modes and sandbox.unavailable() is not None:
+    off, each, job = ("no sandbox", False, False), ("a sandbox per notebook", True, False), \
+        ("sandbox", True, "auto")
+    modes = {"both": [off, job], "on": [job], "off": [off], "all": [off, each, job]}[args.sandbox]
+    if any(m[1] for m in modes) and sandbox.unavailable() is not None:
         print(f"no sandbox here ({sandbox.unavailable()}): grading without it only")
-        modes = [False]
+        modes = [off]
+    elif job in modes and session.available() is not None:
+        print(f"each notebook gets a sandbox of its own here: {session.available()}")
     print(f"machine: {machine()}")
     n = args.learners * len(lessons)
     print(f"class: {args.learners} learners x {len(lessons)} lessons "
@@ -97,16 +105,17 @@ def main(argv=None):
     measured = {}
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as tmp:
         make_class(Path(tmp) / "class", args.learners, lessons)
-        for sandboxed in modes:
-            name = "sandbox" if sandboxed else "no sandbox"
-            measured[name] = grade_once(Path(tmp), n, jobs, sandboxed, name)
-    if len(measured) == 2:
-        (wall0, cpu0), (wall1, cpu1) = measured["no sandbox"], measured["sandbox"]
-        print(f"the sandbox's cost per notebook: {cpu1 - cpu0:+.2f} s of CPU ({cpu1 / cpu0:.2f}x), "
-              f"{wall1 - wall0:+.2f} s of a job's wall time ({wall1 / wall0:.2f}x), measured in one run")
+        for name, sandboxed, forked in modes:
+            measured[name] = grade_once(Path(tmp), n, jobs, sandboxed, name, forked)
+    for other in ("no sandbox", "a sandbox per notebook"):
+        if other in measured and "sandbox" in measured:
+            (wall0, cpu0), (wall1, cpu1) = measured[other], measured["sandbox"]
+            print(f"the class mode's sandbox against {other}, per notebook: {cpu1 - cpu0:+.2f} s of CPU "
+                  f"({cpu1 / cpu0:.2f}x), {wall1 - wall0:+.2f} s of a job's wall time ({wall1 / wall0:.2f}x), "
+                  f"measured in one run")
 
 
-def grade_once(tmp, n, jobs, sandboxed, name):
+def grade_once(tmp, n, jobs, sandboxed, name, forked):
     """Grade the class once; (seconds of a job per notebook, CPU seconds per notebook)."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     start, cpu = time.monotonic(), os.times()
@@ -114,7 +123,7 @@ def grade_once(tmp, n, jobs, sandboxed, name):
     with replay.Replayer() as replayer:
         rows, problems = gradebook.grade_class(
             tmp / "class", tmp / f"grades-{name.replace(' ', '-')}", jobs=jobs, html=True,
-            log=log.append, sandbox=sandboxed, replayer=replayer)
+            log=log.append, sandbox=sandboxed, replayer=replayer, forked=forked)
     warnings = [line for line in log if line.startswith("WARNING")]
     seconds = time.monotonic() - start
     after = os.times()
@@ -138,7 +147,8 @@ def grade_once(tmp, n, jobs, sandboxed, name):
           f"{240 * used / n / jobs / 60:.1f} min (CPU time per notebook x 240 / {jobs} cores); "
           f"the target is 2 s per notebook, 5 min on 2 cores (issue 23)")
     if sandboxed:
-        print(f"  of which in the sandboxes (pytest, kernels and the jobs' zygotes): {inside / n:.2f} s, "
+        parts = "pytest, kernels and the jobs' zygotes" if forked else "pytest and kernels"
+        print(f"  of which in the sandboxes ({parts}): {inside / n:.2f} s, "
               f"the grader's own processes: {(used - inside) / n:.2f} s per notebook")
     if replayer.replays:
         each = replayer.replay_cpu / n
