@@ -144,3 +144,26 @@ def test_one_learners_globals_imports_patches_files_and_processes_are_invisible_
         assert book[learner]["status"] == "passed", (learner, book[learner]["feedback"])
         assert book[learner]["sandbox"] == "bubblewrap"
     assert processes_with(MARKER) == []  # and the process it left is gone from the machine too
+
+
+def test_a_job_whose_sandbox_ended_starts_a_new_one_for_its_next_notebook(tmp_path):
+    """The zygote is the grader's, not the learner's (which cannot signal it), but it can still
+    end (a bug, the machine's memory): the next notebook gets a fresh sandbox, and passes."""
+    import os
+    import signal
+
+    from course_lib.grading import run
+    lessons = toy_lessons(tmp_path / "lessons")
+    notebook = tmp_path / LESSON
+    nbformat.write(_replace_exercise(blank(), exercise_source("return ids[:-1], ids[1:]")), notebook)
+    with session.ForkedSandbox() as job:
+        first = run.grade(notebook, lessons=lessons, sandbox=True, session=job, memory_gib=3)
+        ended = job.proc.pid
+        os.killpg(ended, signal.SIGKILL)
+        job.proc.wait()
+        second = run.grade(notebook, lessons=lessons, sandbox=True, session=job, memory_gib=3)
+        assert job.proc.pid != ended
+    for graded in (first, second):
+        status = {r.exercise: r.status for r in graded.results}
+        assert status[EXERCISE] == "passed", graded.log
+        assert graded.retried is None

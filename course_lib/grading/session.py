@@ -192,6 +192,8 @@ class ForkedSandbox:
             self._end()
         entries, forged = _read_records(record, key)
         output = tail(log)
+        if self.proc is None or self.proc.poll() is not None:  # what the sandbox said as it ended
+            output += "\n(the job's sandbox ended; its own output:)\n" + tail(self.folder / "zygote.log")
         shutil.rmtree(records, ignore_errors=True)
         run = outcome(entries, forged, output, stopped, start_failure, -9 if status is None else status)
         if run.cpu_seconds is not None:
