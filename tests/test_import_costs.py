@@ -54,3 +54,51 @@ def test_the_lesson_start_bench_refuses_bad_arguments(args, message):
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "lesson_start.py"), *args],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and message in done.stderr
+
+
+def test_the_grader_imports_neither_torch_nor_the_checkers():
+    # the grader reads the hints and questions from the checks modules' source
+    # (course_lib.checks.tables); its checkers run only in the replay worker and the sandbox
+    loaded = _python("import json, sys, course_lib.grading.cli\n"
+                     "print(json.dumps(sorted(m for m in sys.modules if m == 'torch' or "
+                     "m.startswith('course_lib.checks.lesson') or m == 'course_lib.checks.core')))")
+    assert loaded == []
+
+
+def test_a_checker_imports_its_own_lesson_only_and_every_name_still_imports():
+    found = _python("import json, sys\n"
+                    "from course_lib.checks import check_softmax, hint, answer\n"
+                    "first = sorted(m for m in sys.modules if m.startswith('course_lib.checks.lesson'))\n"
+                    "import course_lib.checks as c\n"
+                    "from course_lib.checks import *\n"
+                    "every = all(callable(getattr(c, n)) for n in c.__all__)\n"
+                    "c.load_checkers()\n"
+                    "print(json.dumps([first, every, len([m for m in sys.modules "
+                    "if m.startswith('course_lib.checks.lesson')])]))")
+    assert found == [["course_lib.checks.lesson01"], True, 12]
+
+
+def test_the_tables_read_from_source_are_the_modules_own():
+    import importlib
+
+    from course_lib.checks import hints, questions, tables
+    paths = tables.lesson_modules()
+    assert [p.stem for p in paths] == [f"lesson{i:02d}" for i in range(12)]
+    merged_hints, merged_questions = {}, {}
+    for path in paths:
+        module = importlib.import_module(f"course_lib.checks.{path.stem}")
+        merged_hints.update(module.HINTS)
+        merged_questions.update(module.QUESTIONS)
+    assert hints.all_hints() == merged_hints
+    assert questions.all_questions() == merged_questions
+
+
+def test_a_table_not_written_out_is_refused_with_the_reason(tmp_path):
+    from course_lib.checks import questions, tables
+    bad = tmp_path / "lesson99.py"
+    bad.write_text("X = ('a',)\nHINTS = {'x': X}\n")
+    with pytest.raises(ValueError, match="HINTS in lesson99.py .* not written out as a literal"):
+        tables.hints_of(bad)
+    bad.write_text("QUESTIONS = {'99-x': make()}\n")
+    with pytest.raises(ValueError, match=r"must be Choice\(...\) or Number\(...\)"):
+        tables.questions_of(bad, {"Choice": questions.Choice, "Number": questions.Number})

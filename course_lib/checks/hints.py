@@ -6,12 +6,9 @@ the usual mistake, a third (where it helps) about the shape of the code. None ho
 the answer. `solution(name)` shows the reference answer from the lesson in notebooks/; the
 check still runs on the learner's own function either way.
 """
-import importlib
-import pkgutil
-import re
 from pathlib import Path
 
-import course_lib.checks as _checks
+from course_lib.checks.tables import hints_of, lesson_modules
 from course_lib.exercises import BEGIN, END, ROOT, exercises
 
 _shown = {}            # exercise -> the highest hint shown in this kernel
@@ -19,12 +16,11 @@ _solutions_shown = set()
 
 
 def all_hints():
-    """{exercise: (hint, ...)} gathered from every lessonNN module's HINTS, in lesson order."""
+    """{exercise: (hint, ...)} of every lessonNN module's HINTS, in lesson order, read from the
+    modules' source (course_lib.checks.tables), never imported."""
     found = {}
-    for info in sorted(pkgutil.iter_modules(_checks.__path__), key=lambda m: m.name):
-        if re.fullmatch(r"lesson\d\d", info.name):
-            module = importlib.import_module(f"course_lib.checks.{info.name}")
-            found.update(getattr(module, "HINTS", {}))
+    for path in lesson_modules():
+        found.update(hints_of(path))
     return found
 
 

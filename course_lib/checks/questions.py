@@ -13,14 +13,11 @@ belongs after (`after`: a heading or a phrase found in exactly one cell of the l
 A wrong answer gets only the reason that answer is wrong, never the right answer.
 """
 import ast
-import importlib
 import math
 import numbers
-import pkgutil
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
+from course_lib.checks.tables import lesson_modules, questions_of
 from course_lib.exercises import answer_call
 
 _given = {}   # question id -> [(the answer given, right or not), ...] in this kernel
@@ -150,16 +147,14 @@ def _as_number(qid, given):
 
 
 def all_questions():
-    """{question id: question} gathered from every lessonNN module's QUESTIONS, in lesson order."""
+    """{question id: question} of every lessonNN module's QUESTIONS, in lesson order, read from
+    the modules' source (course_lib.checks.tables), never imported."""
     found = {}
-    here = [str(Path(__file__).resolve().parent)]
-    for info in sorted(pkgutil.iter_modules(here), key=lambda m: m.name):
-        if re.fullmatch(r"lesson\d\d", info.name):
-            module = importlib.import_module(f"course_lib.checks.{info.name}")
-            for qid, question in getattr(module, "QUESTIONS", {}).items():
-                if qid in found:
-                    raise ValueError(f"question id {qid!r} is defined twice")
-                found[qid] = question
+    for path in lesson_modules():
+        for qid, question in questions_of(path, {"Choice": Choice, "Number": Number}).items():
+            if qid in found:
+                raise ValueError(f"question id {qid!r} is defined twice")
+            found[qid] = question
     return found
 
 

@@ -83,7 +83,8 @@ def replay_one(stem, exercise, module, base_seed):
 def serve(requests=sys.stdin, replies=None):
     """The worker's loop: one JSON request a line in, one JSON reply a line out."""
     replies = replies or sys.stdout
-    import course_lib.checks  # noqa: F401 (every lesson's checkers, imported once)
+    import course_lib.checks
+    course_lib.checks.load_checkers()  # every lesson's checkers, imported once, before the first replay
     replies.write(json.dumps({"ready": True, "cpu": time.process_time()}) + "\n")
     replies.flush()
     for line in requests:
