@@ -311,6 +311,7 @@ def serve():
     sys.modules["rfc3987_syntax"] = None
     for name in LIBRARIES:
         __import__(name)
+    sys.modules["course_lib.checks"].load_checkers()  # every lesson's (each loads on first use)
     nbformat = sys.modules["nbformat"]  # nbval validates the notebook it reads: compile that schema once
     nbformat.reads(nbformat.writes(nbformat.v4.new_notebook()), as_version=4)
     sys.path.remove(setup["no_debugger"])
