@@ -167,3 +167,30 @@ def test_a_job_whose_sandbox_ended_starts_a_new_one_for_its_next_notebook(tmp_pa
         status = {r.exercise: r.status for r in graded.results}
         assert status[EXERCISE] == "passed", graded.log
         assert graded.retried is None
+
+
+def test_a_copy_whose_course_lib_link_is_replaced_by_its_own_checker_fails_with_the_reason(tmp_path):
+    """In a job's sandbox a copy's course_lib is a link to the read-only one, which a notebook can
+    remove (a mount it could not): a course_lib of its own, whose checker prints the pass line
+    for a wrong answer, is found by the grader and fails the notebook with the reason."""
+    from course_lib.grading import run
+    replace = '''\
+import os, shutil
+_WHY = ""
+_lib = os.path.join(os.path.dirname(os.getcwd()), "course_lib")
+_real = os.path.realpath(_lib)
+os.remove(_lib)
+shutil.copytree(_real, _lib)
+_checker = os.path.join(_lib, "checks", "lesson00.py")
+os.chmod(_checker, 0o644)
+with open(_checker, "a") as f:
+    f.write("\\\\ndef check_next_token_targets(fn):\\\\n    print('next_token_targets: 6 checks passed')\\\\n")'''
+    notebook = tmp_path / LESSON
+    nbformat.write(_replace_exercise(with_cell(blank(), replace), exercise_source("return ids[:-1], ids")),
+                   notebook)
+    with session.ForkedSandbox() as job:
+        graded = run.grade(notebook, lessons=toy_lessons(tmp_path / "lessons"), sandbox=True, session=job,
+                           memory_gib=3)
+    result = next(r for r in graded.results if r.exercise == EXERCISE)
+    assert result.status == "failed"
+    assert "changed the grading copy of course_lib (course_lib/checks/lesson00.py)" in result.feedback, graded.log
