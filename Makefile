@@ -8,8 +8,10 @@ else
 PYTHON := .venv/bin/python
 endif
 
-# One process per core, and one torch thread per process: processes whose threads outnumber
-# the cores slow each other down many times over. Each file's tests on one process (loadfile:
+# One torch thread per process, and one process per core plus one: processes whose threads
+# outnumber the cores slow each other down many times over, but about a fifth of the suite's
+# time is spent waiting (graders' sandboxes starting, learners' notebooks running into their time
+# limits), and the extra process computes meanwhile (docs/run-times.md, "Fifth pass"). Each file's tests on one process (loadfile:
 # a notebook's cells share one kernel, and each lesson's exercise variants run inside nbval's
 # run of it, their tests in its file after its last cell: tests/nbval_fold.py), the longest
 # files first (conftest.py orders them; --no-loadscope-reorder keeps that order). A kernel gets
@@ -17,16 +19,24 @@ endif
 # as patiently for a cell's outputs.
 # The lessons run on the CPU (COURSE_DEVICE=cpu): nbval compares them with outputs saved from a
 # CPU run, which a GPU's need not match digit for digit (docs/benchmarks.md, "The GPU").
-PYTEST := OMP_NUM_THREADS=1 COURSE_DEVICE=cpu $(PYTHON) -m pytest -n auto --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env \
+CORES := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+WORKERS ?= $(shell echo $$(( $(CORES) + 1 )))
+PYTEST := OMP_NUM_THREADS=1 COURSE_DEVICE=cpu $(PYTHON) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env \
 	--nbval-kernel-startup-timeout=300
 
 .PHONY: setup lab test test-load test-browser exercises notebooks grade
 
-setup:
+# Installs once per environment: the stamp file in it is newer than requirements.txt and
+# pyproject.toml until either changes (delete it to install again).
+STAMP := $(or $(VIRTUAL_ENV),$(CONDA_PREFIX),.venv)/.course-installed
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
 	@test -x $(PYTHON) || command -v $(PYTHON) >/dev/null || python3 -m venv .venv
 	$(PYTHON) -m pip install --quiet --upgrade pip
 	$(PYTHON) -m pip install --quiet -r requirements.txt
 	$(PYTHON) -m pip install --quiet --no-deps -e .
+	@touch $@
 
 # Jupyter refuses to run as root unless told; containers often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
