@@ -1,4 +1,8 @@
-"""Tests for the command `python -m course_lib.train`, single-process and under torchrun (gloo, CPU)."""
+"""Tests for the command `python -m course_lib.train`, single-process and under torchrun (gloo, CPU).
+
+Two tests start the command as a learner does (a fresh Python, and torchrun's two); the others
+call its `main` here, in the test's process, which runs the same code without paying a fresh
+interpreter's import of torch for each (about 2 s of CPU a run)."""
 import os
 import re
 import subprocess
@@ -23,6 +27,17 @@ def run(args, tmp_path, timeout=600, torchrun=False):
         cmd += ["-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
     cmd += ["-m", "course_lib.train", *args]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def run_here(args, capsys):
+    """`python -m course_lib.train ARGS` in this process: its exit status, stdout and stderr."""
+    from course_lib import train
+    try:
+        code = train.main([str(a) for a in args])
+    except SystemExit as exit:  # argparse refuses bad arguments with 2
+        code = exit.code
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["course_lib.train", *args], code, out, err)
 
 
 @pytest.fixture
@@ -50,12 +65,12 @@ def test_trains_and_writes_a_loadable_checkpoint(tmp_path, corpus):
     assert checksums(res.stdout) == {"0": parameter_checksum(model)}
 
 
-def test_resume_continues_from_the_saved_step(tmp_path, corpus):
+def test_resume_continues_from_the_saved_step(tmp_path, corpus, capsys):
     out = tmp_path / "run"
     base = ["--data", str(corpus), "--preset", "tiny", "--out", str(out), "--no-progress"]
-    first = run(base + ["--steps", "3"], tmp_path)
+    first = run_here(base + ["--steps", "3"], capsys)
     assert first.returncode == 0, first.stderr
-    again = run(base + ["--steps", "5", "--resume"], tmp_path)
+    again = run_here(base + ["--steps", "5", "--resume"], capsys)
     assert again.returncode == 0, again.stderr
     state = load_checkpoint(out / "tinylm.pt")
     assert state["step"] == 5
@@ -63,48 +78,48 @@ def test_resume_continues_from_the_saved_step(tmp_path, corpus):
     assert "at step 5" in again.stdout
 
 
-def test_resume_without_a_checkpoint(tmp_path, corpus):
-    res = run(["--data", str(corpus), "--preset", "tiny", "--out", str(tmp_path / "none"),
-               "--resume"], tmp_path)
+def test_resume_without_a_checkpoint(tmp_path, corpus, capsys):
+    res = run_here(["--data", str(corpus), "--preset", "tiny", "--out", str(tmp_path / "none"),
+                    "--resume"], capsys)
     assert res.returncode == 2
     assert "--resume needs" in res.stderr and "does not exist" in res.stderr
 
 
-def test_slim_checkpoint_has_no_optimizer_state(tmp_path, corpus):
+def test_slim_checkpoint_has_no_optimizer_state(tmp_path, corpus, capsys):
     out = tmp_path / "run"
-    res = run(["--data", str(corpus), "--preset", "tiny", "--steps", "2", "--out", str(out),
-               "--no-progress", "--slim"], tmp_path)
+    res = run_here(["--data", str(corpus), "--preset", "tiny", "--steps", "2", "--out", str(out),
+                    "--no-progress", "--slim"], capsys)
     assert res.returncode == 0, res.stderr
     state = load_checkpoint(out / "tinylm.pt")
     assert state["optimizer_state"] is None and state["step"] == 2
     assert checksums(res.stdout)["0"] == parameter_checksum(load_model(out / "tinylm.pt"))
 
 
-def test_missing_data_file(tmp_path):
-    res = run(["--data", str(tmp_path / "missing.txt"), "--preset", "tiny"], tmp_path)
+def test_missing_data_file(tmp_path, capsys):
+    res = run_here(["--data", str(tmp_path / "missing.txt"), "--preset", "tiny"], capsys)
     assert res.returncode == 2
     assert "corpus file not found" in res.stderr and "missing.txt" in res.stderr
     assert "Traceback" not in res.stderr
 
 
-def test_empty_data_file(tmp_path):
+def test_empty_data_file(tmp_path, capsys):
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n")
-    res = run(["--data", str(empty), "--preset", "tiny"], tmp_path)
+    res = run_here(["--data", str(empty), "--preset", "tiny"], capsys)
     assert res.returncode == 2
     assert "is empty" in res.stderr and "Traceback" not in res.stderr
 
 
-def test_too_short_data_file(tmp_path):
+def test_too_short_data_file(tmp_path, capsys):
     short = tmp_path / "short.txt"
     short.write_text("a short text, much shorter than the windows we train on.\n")
-    res = run(["--data", str(short), "--preset", "tiny"], tmp_path)
+    res = run_here(["--data", str(short), "--preset", "tiny"], capsys)
     assert res.returncode == 2
     assert "window needs block_size + 1" in res.stderr and "Traceback" not in res.stderr
 
 
-def test_bad_preset(tmp_path, corpus):
-    res = run(["--data", str(corpus), "--preset", "huge"], tmp_path)
+def test_bad_preset(tmp_path, corpus, capsys):
+    res = run_here(["--data", str(corpus), "--preset", "huge"], capsys)
     assert res.returncode == 2
     assert "invalid choice: 'huge'" in res.stderr and "cpu" in res.stderr
 
