@@ -218,8 +218,8 @@ def main(argv=None):
     model_config = replace(model_config, **model_tuned)
     tuned.update(model_tuned)
     if args.quick:
-        recipe = replace(recipe, steps=20, warmup_steps=2, eval_every=20)
-        fast = replace(fast, steps=5, warmup_steps=1, eval_every=5)
+        recipe = replace(recipe, steps=5, warmup_steps=1, eval_every=5, eval_batches=1)
+        fast = replace(fast, steps=5, warmup_steps=1, eval_every=5, eval_batches=1)
     recipes = {"recipe": (MODEL, recipe), "fast": (model_config, fast)}
     if args.only_fast:
         recipes.pop("recipe")
@@ -291,14 +291,15 @@ def lesson06(args):
                               eval_batches=8)
     configs = {"before": before, "after": after, "smaller_batches": smaller_batches}
     if args.quick:
-        configs = {k: replace(c, steps=5, warmup_steps=1, eval_every=5) for k, c in configs.items()}
+        configs = {k: replace(c, steps=5, warmup_steps=1, eval_every=5, eval_batches=1)
+                   for k, c in configs.items()}
     runs = {name: [] for name in configs}
     for _ in range(args.repeats):
         for name, c in configs.items():
             result = run(name, model_config, c, train_ids, val_ids, torch.device("cpu"),
                          eval_batches=2 if args.quick else 20, keep_model=True)
             result.update(sample_scores(result.pop("model"), corpus_words, judge,
-                                        n=2 if args.quick else 10))
+                                        n=2 if args.quick else 10, length=60 if args.quick else 300))
             runs[name].append(result)
     median = medians(runs)
     measured_on = "the tuning split (--dev)" if args.dev else "the validation part"
@@ -311,8 +312,8 @@ def lesson06(args):
     return 0
 
 
-def sample_scores(model, corpus_words, judge, n=10):
-    """Two scores of n 300-byte samples: the share of their words (3 letters or more) that occur
+def sample_scores(model, corpus_words, judge, n=10, length=300):
+    """Two scores of n samples of `length` bytes: the share of their words (3 letters or more) that occur
     in the corpus, and their mean loss per byte under `judge`, a well-trained model.
 
     The samples are lesson 06's: from "ROMEO:\n", at temperature 0.8, generator seeds 0 .. n - 1.
@@ -321,7 +322,7 @@ def sample_scores(model, corpus_words, judge, n=10):
     real = total = 0
     nll = []
     for seed in range(n):
-        out = generate(model, prompt, 300, temperature=0.8,
+        out = generate(model, prompt, length, temperature=0.8,
                        generator=torch.Generator().manual_seed(seed))
         words = [w for w in re.findall(r"[A-Za-z]+", decode(out[0, prompt.shape[1]:]))
                  if len(w) >= 3]
