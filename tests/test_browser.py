@@ -182,8 +182,24 @@ def _wait_until_run(page, timeout_s):
         prompts = _prompts(page)
         if prompts and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts):
             return
-        page.wait_for_timeout(1000)
+        page.wait_for_timeout(250)
     raise AssertionError(f"the lesson did not finish running in {timeout_s} s; prompts: {prompts}")
+
+
+def _settle(page, at_least_ms, at_most_ms):
+    """Wait until the outputs on the page have stopped changing: the same texts and widget views
+    at_least_ms apart (the widget manager restoring views, a last stream flushed), at most
+    at_most_ms in all."""
+    deadline = time.monotonic() + at_most_ms / 1000
+    before = None
+    while time.monotonic() < deadline:
+        now = (_output_texts(page),
+               page.eval_on_selector_all(".jp-OutputArea-output .widget-interact, "
+                                         ".jp-OutputArea-output img", "els => els.length"))
+        if now == before:
+            return
+        before = now
+        page.wait_for_timeout(at_least_ms)
 
 
 def _menu(page, menu, item):
@@ -220,12 +236,13 @@ def test_lesson_in_jupyterlab(lab, browser, lesson):
     page.on("pageerror", lambda err: errors.append(str(err)))
     try:
         # A workspace of its own, reset: only this lesson open, so the Kernel menu acts on it.
+        opened = time.monotonic()
         page.goto(f"{base}/lab/workspaces/{lesson.stem}/tree/notebooks/{lesson.name}"
                   f"?reset&token={token}")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
         # the kernel has started and is idle (the status bar says so)
         page.wait_for_selector("text=/Python 3 \\(ipykernel\\) \\| Idle/", timeout=300_000)
-        page.wait_for_timeout(3000)      # let the widget manager restore what it can
+        _settle(page, 1000, 6000)        # let the widget manager restore what it can
         first = _output_texts(page)
         raw = [t[:80] for t in first if RAW_WIDGET.search(t) or STALE_BAR.search(t)
                or "Error displaying widget" in t]
@@ -239,10 +256,10 @@ def test_lesson_in_jupyterlab(lab, browser, lesson):
         _wait_until_run(page, RUN_ALL_TIMEOUT_S)
         took, stated = time.monotonic() - started, stated_seconds(lesson)
         print(f"{lesson.stem}: ran in {took:.0f} s in JupyterLab; the lesson states about "
-              f"{stated:.0f} s")
+              f"{stated:.0f} s (opening it and its first checks took {started - opened:.0f} s)")
         assert took <= 2 * stated, (f"{lesson.name} took {took:.0f} s, more than twice the "
                                     f"{stated:.0f} s it states at its top")
-        page.wait_for_timeout(2000)
+        _settle(page, 500, 4000)
         failed = page.eval_on_selector_all(
             "[data-mime-type='application/vnd.jupyter.error']", "els => els.map(e => e.innerText)")
         assert not failed, f"{lesson.name} shows an error after running:\n{failed[0][-2000:]}"
@@ -278,6 +295,7 @@ def test_lesson_in_jupyterlab(lab, browser, lesson):
                 arg=[explorer, before], timeout=60_000)
             page.screenshot(path=str(ARTEFACTS / f"{lesson.stem}-explorer-{i}.png"))
         page.screenshot(path=str(ARTEFACTS / f"{lesson.stem}.png"))
+        print(f"{lesson.stem}: the checks after the run took {time.monotonic() - started - took:.0f} s")
         assert not errors, f"{lesson.name}: errors in the page: {errors[:3]}"
         shrunk = page.eval_on_selector_all(
             ".jp-OutputArea-output img",
