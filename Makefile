@@ -27,15 +27,23 @@ PYTEST := OMP_NUM_THREADS=1 COURSE_DEVICE=cpu $(PYTHON) -m pytest -n $(WORKERS) 
 .PHONY: setup lab test test-load test-browser exercises notebooks grade
 
 # Installs once per environment: the stamp file in it is newer than requirements.txt and
-# pyproject.toml until either changes (delete it to install again).
+# pyproject.toml until either changes (delete it to install again). uv (from PyPI, into the
+# same environment) installs what requirements.txt lists: the same versions pip picks, in about
+# a quarter of pip's time (docs/run-times.md, "Sixth pass"); where uv cannot be installed, pip
+# does it. Either keeps a torch that is already installed and satisfies requirements.txt.
 STAMP := $(or $(VIRTUAL_ENV),$(CONDA_PREFIX),.venv)/.course-installed
 setup: $(STAMP)
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PYTHON) || command -v $(PYTHON) >/dev/null || python3 -m venv .venv
-	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -r requirements.txt
-	$(PYTHON) -m pip install --quiet --no-deps -e .
+	@if $(PYTHON) -m pip install --quiet uv; then \
+		install="$(PYTHON) -m uv pip install --quiet --python $(PYTHON) --compile-bytecode"; \
+	else \
+		echo "setup: uv could not be installed; pip installs instead (slower)"; \
+		$(PYTHON) -m pip install --quiet --upgrade pip; \
+		install="$(PYTHON) -m pip install --quiet"; \
+	fi; \
+	set -x; $$install -r requirements.txt && $$install --no-deps -e .
 	@touch $@
 
 # Jupyter refuses to run as root unless told; containers often are root.
