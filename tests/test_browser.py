@@ -1,15 +1,17 @@
 """Every lesson as a learner sees it: opened in JupyterLab in a real browser, then run.
 
 Chromium (Debian's `chromium` package) driven by Playwright, against one JupyterLab server
-started here on 127.0.0.1 and stopped at the end. For each lesson it checks:
+started here on 127.0.0.1 and stopped at the end. As a learner works, JupyterLab loads once in
+one page, and each lesson is opened in it, run, then closed and its kernel shut down before the
+next one opens. For each lesson it checks:
 
 - on first open, before anything runs, no output shows a raw widget repr
   ("interactive(children=(FloatSlider(...") or a stale progress bar ("0%| | 0/500");
 - on first open, its tab is not marked unsaved (JupyterLab rewrites metadata that differs
   from the running kernel's, such as the kernel's display name);
-- after "Restart Kernel and Run All Cells", no cell shows an error, no `$...$` is left
-  unrendered by MathJax, every explorer is a live widget, and moving its first slider
-  changes what it shows;
+- after "Run All Cells" in the kernel the lesson opened with (nothing has run in it yet), no
+  cell shows an error, no `$...$` is left unrendered by MathJax, every explorer is a live
+  widget, and moving its first slider changes what it shows;
 - at a laptop's 1366 x 768, no figure is shown below 90% of its size (a wider one is shrunk
   to the column, and its text with it);
 - the run took at most twice the run time the lesson states at its top (each lesson's time
@@ -34,7 +36,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 ARTEFACTS = ROOT / "tests" / "artefacts" / "browser"
-RUN_ALL_TIMEOUT_S = 900      # one lesson, restarted and run to the end, on a busy 2-core machine
+RUN_ALL_TIMEOUT_S = 900      # one lesson, run to the end, on a busy 2-core machine
 
 RAW_WIDGET = re.compile(r"\b(interactive|[A-Z]\w*(Slider|Box|Progress|Output))\((children|value)=")
 STALE_BAR = re.compile(r"\d+%\|[^|\n]*\|\s*\d+/\d+")
@@ -117,6 +119,7 @@ def lab(tmp_path_factory):
                f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")
+    command.append("--LabApp.expose_app_in_browser=True")   # window.jupyterapp, for _open/_close
     log = open(home / "jupyterlab.log", "w")
     server = subprocess.Popen(command, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
@@ -149,6 +152,38 @@ def browser():
                                     args=["--no-sandbox", "--disable-dev-shm-usage"])
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def lab_page(lab, browser):
+    """One page at a laptop's size with JupyterLab loaded in it (a workspace of its own, reset),
+    for every lesson this process tests; the time JupyterLab took to load is printed."""
+    base, token = lab
+    page = browser.new_page(viewport=LAPTOP)
+    started = time.monotonic()
+    page.goto(f"{base}/lab/workspaces/browser-test?reset&token={token}")
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=120_000)
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+    print(f"JupyterLab loaded in {time.monotonic() - started:.1f} s")
+    yield page
+    page.close()
+
+
+def _open(page, path):
+    """Open a notebook from the file browser, which shows its folder (filebrowser:open-path)."""
+    page.evaluate("""async path => { await window.jupyterapp.commands.execute(
+                         'filebrowser:open-path', {path: path}); }""", path)
+
+
+def _close_all(page):
+    """Close every tab in the main area without saving, and shut down every kernel."""
+    page.evaluate("""async () => {
+        const app = window.jupyterapp, sessions = app.serviceManager.sessions;
+        for (const widget of Array.from(app.shell.widgets('main'))) widget.dispose();
+        await sessions.refreshRunning();
+        for (const session of Array.from(sessions.running())) await sessions.shutdown(session.id);
+    }""")
+    page.wait_for_function("() => !document.querySelector('.jp-Notebook')", timeout=60_000)
 
 
 def _output_texts(page):
@@ -207,9 +242,8 @@ def _menu(page, menu, item):
     page.click(f".lm-Menu-itemLabel:text-matches('^{item}')")
 
 
-def _restart_and_run_all(page):
-    _menu(page, "Kernel", "Restart Kernel and Run All Cells")
-    page.click(".jp-Dialog-button.jp-mod-accept")
+def _run_all(page):
+    _menu(page, "Run", "Run All Cells")
 
 
 def _explorer_output(explorer):
@@ -228,17 +262,17 @@ def _explorer_output(explorer):
 @pytest.mark.parametrize("lesson", [
     pytest.param(p, marks=pytest.mark.xdist_group(f"browser-{p.name}"), id=p.stem)
     for p in LESSONS])
-def test_lesson_in_jupyterlab(lab, browser, lesson):
-    base, token = lab
+def test_lesson_in_jupyterlab(lab_page, lesson):
+    page = lab_page
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page(viewport=LAPTOP)
     errors = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
+    def on_error(err):
+        errors.append(str(err))
+    page.on("pageerror", on_error)
     try:
-        # A workspace of its own, reset: only this lesson open, so the Kernel menu acts on it.
+        _close_all(page)        # only this lesson open, so the Run menu acts on it
         opened = time.monotonic()
-        page.goto(f"{base}/lab/workspaces/{lesson.stem}/tree/notebooks/{lesson.name}"
-                  f"?reset&token={token}")
+        _open(page, f"notebooks/{lesson.name}")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
         # the kernel has started and is idle (the status bar says so)
         page.wait_for_selector("text=/Python 3 \\(ipykernel\\) \\| Idle/", timeout=300_000)
@@ -252,7 +286,7 @@ def test_lesson_in_jupyterlab(lab, browser, lesson):
         assert dirty is None, f"{lesson.name} opens with its tab marked unsaved"
 
         started = time.monotonic()
-        _restart_and_run_all(page)
+        _run_all(page)
         _wait_until_run(page, RUN_ALL_TIMEOUT_S)
         took, stated = time.monotonic() - started, stated_seconds(lesson)
         print(f"{lesson.stem}: ran in {took:.0f} s in JupyterLab; the lesson states about "
@@ -306,4 +340,5 @@ def test_lesson_in_jupyterlab(lab, browser, lesson):
                             f"width at {LAPTOP['width']} px (natural, shown): {shrunk}")
     finally:
         page.screenshot(path=str(ARTEFACTS / f"{lesson.stem}-last.png"))
-        page.close()
+        page.remove_listener("pageerror", on_error)
+        _close_all(page)
