@@ -16,7 +16,8 @@ endif
 # run of it, their tests in its file after its last cell: tests/nbval_fold.py), the longest
 # files first (conftest.py orders them; --no-loadscope-reorder keeps that order). A kernel gets
 # 5 minutes to start on a busy machine (nbval's default is 60 s); conftest.py makes nbval wait
-# as patiently for a cell's outputs.
+# as patiently for a cell's outputs. Each process forks its kernels from one that imported torch,
+# matplotlib and ipykernel once (tests/kernel_zygote.py; COURSE_FRESH_KERNELS=1 starts each anew).
 # The lessons run on the CPU (COURSE_DEVICE=cpu): nbval compares them with outputs saved from a
 # CPU run, which a GPU's need not match digit for digit (docs/benchmarks.md, "The GPU").
 CORES := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)

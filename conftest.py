@@ -8,7 +8,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))       # tests/nbval_fold.py and the helpers it uses
-pytest_plugins = ["nbval_fold"]               # each lesson's exercise variants in its nbval run
+# each lesson's exercise variants in its nbval run; kernels forked from one that imported torch
+pytest_plugins = ["nbval_fold", "kernel_zygote"]
 
 # nbval waits a fixed 5 s for each message a kernel sends after a cell finishes and fails with
 # "Timeout of 5 seconds exceeded waiting for output" when none comes in time. On a busy machine a
