@@ -34,7 +34,8 @@ import signal
 import subprocess
 import sys
 import threading
-import time
+
+from course_lib.grading import forked   # its ForkedKernel and _exit serve this zygote's kernels too
 
 # What the zygote imports once; a notebook's own `import` then finds them loaded.
 LIBRARIES = ("numpy", "torch", "matplotlib", "matplotlib.pyplot", "IPython",
@@ -89,23 +90,7 @@ def _become_kernel(request, std_path, answers):
         import traceback
         traceback.print_exc()
         code = 1
-    import atexit
-    try:
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
-        os._exit(code)
-
-
-def _reap(signum, frame):
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    forked._exit(code)
 
 
 def serve():
@@ -120,8 +105,8 @@ def serve():
     import gc
     gc.collect()
     gc.freeze()                            # what is made so far lives as long as the zygote
-    signal.signal(signal.SIGCHLD, _reap)   # kernels are reaped as they end (their CPU time
-                                           # is then the zygote's children's, as it should be)
+    # kernels are reaped as they end (so their CPU time counts as the zygote's children's)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: forked._reap())
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     answers.write(json.dumps({"ready": _import_time_env(os.environ)}) + "\n")
     for line in sys.stdin:
@@ -145,14 +130,13 @@ def serve():
 
 # ---------------------------------------------------------------- in the test worker
 
-class ForkedKernel:
+class ForkedKernel(forked.ForkedKernel):
     """A forked kernel as jupyter_client uses a Popen. It is the zygote's child, not this
     process's, so its end is seen through a pidfd and its exit status is not known (None
     until it ends, then 0)."""
-    stdin = stdout = stderr = None
 
     def __init__(self, pid):
-        self.pid, self.returncode = pid, None
+        super().__init__(pid)
         try:
             self._pidfd = os.pidfd_open(pid)
         except ProcessLookupError:         # it has ended already
@@ -163,24 +147,6 @@ class ForkedKernel:
             os.close(self._pidfd)
             self.returncode = 0
         return self.returncode
-
-    def wait(self, timeout=None):
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired("kernel", timeout)
-            time.sleep(0.02)
-        return self.returncode
-
-    def send_signal(self, signum):
-        if self.poll() is None:
-            os.kill(self.pid, signum)
-
-    def terminate(self):
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self):
-        self.send_signal(signal.SIGKILL)
 
 
 class Zygote:
