@@ -102,6 +102,10 @@ def serve():
     os.environ.setdefault("MPLBACKEND", INLINE)
     for name in LIBRARIES:
         __import__(name)
+    # this file's own import of course_lib.grading.forked is not a fresh kernel's: a kernel's
+    # `import course_lib` reads it from the folders of its own path
+    for name in [m for m in sys.modules if m == "course_lib" or m.startswith("course_lib.")]:
+        del sys.modules[name]
     import gc
     gc.collect()
     gc.freeze()                            # what is made so far lives as long as the zygote

@@ -15,9 +15,10 @@ pytestmark = pytest.mark.skipif(os.environ.get("COURSE_FRESH_KERNELS") == "1",
 PROBE = r"""
 _names = sorted(k for k in globals() if not k.startswith("_"))
 import json, os, sys, random
+_loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("course_lib", "tests", "conftest"))
 import numpy as np, torch, matplotlib
 print(json.dumps({
-    "namespace": _names,
+    "namespace": _names, "course_modules_loaded": _loaded,
     "cwd": os.getcwd(), "path": sys.path, "argv": sys.argv[1:2],
     "env": {k: v for k, v in os.environ.items() if not k.startswith("JPY_")},
     "main": type(sys.modules["__main__"]).__name__,
@@ -72,6 +73,7 @@ def test_a_forked_kernel_is_what_a_fresh_kernel_is(tmp_path):
         assert got.pop(key) != want.pop(key), key
     assert got == want
     assert want["namespace"] == ["In", "Out", "exit", "get_ipython", "open", "quit"]
+    assert want["course_modules_loaded"] == []
     assert want["leaked"] == [False, "softmax", False, False]
 
 
