@@ -270,7 +270,7 @@ def test_lesson_in_jupyterlab(lab_page, lesson):
         errors.append(str(err))
     page.on("pageerror", on_error)
     try:
-        _close_all(page)        # only this lesson open, so the Run menu acts on it
+        _close_all(page)        # the lesson before (or the launcher): only this lesson open
         opened = time.monotonic()
         _open(page, f"notebooks/{lesson.name}")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
@@ -341,4 +341,3 @@ def test_lesson_in_jupyterlab(lab_page, lesson):
     finally:
         page.screenshot(path=str(ARTEFACTS / f"{lesson.stem}-last.png"))
         page.remove_listener("pageerror", on_error)
-        _close_all(page)
