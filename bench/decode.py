@@ -2,6 +2,7 @@
 
     OMP_NUM_THREADS=1 python bench/decode.py [--lengths 64 256 512] [--batches 1 8] [--repeats 3]
     OMP_NUM_THREADS=1 python bench/decode.py --profile   # where a fast decode step's time goes
+    OMP_NUM_THREADS=1 python bench/decode.py --tied-layers   # the same steps, one block's weights
 
 The model is an untrained TinyLM with room for the longest run (weights do not change
 the speed). `decode`: generated tokens per second over a whole greedy generation
@@ -62,6 +63,9 @@ def main(argv=None):
     parser.add_argument("--n-layers", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each, in turns")
     parser.add_argument("--device", help="cpu, cuda or mps (default: the best available)")
+    parser.add_argument("--tied-layers", action="store_true",
+                        help="every block of the TinyLM computes with block 0's weights: the same "
+                             "operations on fewer bytes, to see what reading the weights costs")
     parser.add_argument("--profile", action="store_true",
                         help="only profile 100 fast decode steps at batch 1 (torch.profiler)")
     args = parser.parse_args(argv)
@@ -72,6 +76,8 @@ def main(argv=None):
     config = ModelConfig(max_len=args.prompt + max(args.lengths), d_model=args.d_model,
                          n_heads=4, n_layers=args.n_layers)
     model = TinyLM(config).to(device).eval()
+    if args.tied_layers:
+        tie_layers(model)
     if args.profile:
         return profile(model, args.prompt, device)
     reference = NanoGPTShaped(block_size=config.max_len, width=args.d_model, n_heads=4,
@@ -131,10 +137,20 @@ def main(argv=None):
                      load_average_before=[round(x, 2) for x in load_before],
                      load_average_after=[round(x, 2) for x in os.getloadavg()]),
         model=dict(d_model=config.d_model, n_layers=config.n_layers, n_heads=config.n_heads,
-                   max_len=config.max_len, prompt=args.prompt,
+                   max_len=config.max_len, prompt=args.prompt, tied_layers=args.tied_layers,
                    parameters=sum(p.numel() for p in model.parameters())),
         goals=goals, decode=runs, prefill=prefills), indent=2))
     return 0
+
+
+def tie_layers(model):
+    """Make every block use block 0's parameters (the same tensors), so a step runs the same
+    operations on the same shapes while reading one block's weights instead of all of them."""
+    first = dict(model.blocks[0].named_parameters())
+    for block in model.blocks[1:]:
+        for name in list(dict(block.named_parameters())):
+            owner, _, attr = name.rpartition(".")
+            setattr(block.get_submodule(owner) if owner else block, attr, first[name])
 
 
 def profile(model, prompt_len, device, steps=100):

@@ -384,3 +384,26 @@ def test_the_decode_bench_prints_both_goal_ratios(capsys):
     assert goals["uncached_over_fast"] > 0 and isinstance(goals["at_most_half"], bool)
     assert all(run["same_tokens"] for run in out["decode"])
     assert len(out["machine"]["load_average_before"]) == 3
+
+
+def test_the_decode_benchs_tied_layers_share_block_0s_tensors_and_decode_the_same(capsys):
+    import json
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import decode
+    model = tiny_model(n_layers=3)
+    untied = sum(p.numel() for p in model.parameters())
+    per_block = sum(p.numel() for p in model.blocks[0].parameters())
+    decode.tie_layers(model)
+    assert sum(p.numel() for p in model.parameters()) == untied - 2 * per_block
+    for block in model.blocks[1:]:
+        for (name, mine), (_, first) in zip(block.named_parameters(remove_duplicate=False),
+                                            model.blocks[0].named_parameters(remove_duplicate=False)):
+            assert mine is first, f"{name} is not block 0's tensor"
+    prompt = random_ids(1, 4)
+    assert torch.equal(generate(model, prompt, 6, temperature=0),
+                       generate(model, prompt, 6, temperature=0, use_cache=False))
+    assert decode.main(["--lengths", "3", "--batches", "1", "--repeats", "1", "--prompt", "4",
+                        "--d-model", "32", "--n-layers", "2", "--device", "cpu", "--tied-layers"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["model"]["tied_layers"] is True and all(run["same_tokens"] for run in out["decode"])
