@@ -110,3 +110,37 @@ def test_variant_tests_run_in_their_lessons_nbval_file_after_its_last_cell():
         "[01_attention_by_hand.ipynb]" in ids
     assert len([i for i in count.stdout.splitlines() if "::" in i]) == len(
         [i for i in ids if i.startswith("tests/") or i in moved])
+
+
+def test_the_suite_times_plugin_records_each_test_once_and_sums_them(tmp_path):
+    """bench/suite_times.py: one row per test, from the process that ran it (with pytest-xdist,
+    not again from the controller), and a summary that names the slowest."""
+    import json
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "test_demo.py").write_text(
+        "import time\n"
+        "def test_sleeps():\n    time.sleep(0.3)\n"
+        "def test_counts():\n    sum(range(10**6))\n")
+    times = tmp_path / "times.jsonl"
+    env = dict(os.environ, SUITE_TIMES_OUT=str(times), PYTHONPATH=str(ROOT / "bench"))
+    base = [sys.executable, "-m", "pytest", "-p", "suite_times", "-p", "no:cacheprovider",
+            "-p", "no:nbval", "-q", "test_demo.py"]
+    for extra in ([], ["-n", "2"]):
+        times.unlink(missing_ok=True)
+        run = subprocess.run(base + extra, cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert run.returncode == 0, run.stdout + run.stderr
+        rows = [json.loads(line) for line in times.read_text().splitlines()]
+        assert sorted(r["id"] for r in rows) == ["test_demo.py::test_counts", "test_demo.py::test_sleeps"]
+        sleeps = next(r for r in rows if r["id"].endswith("test_sleeps"))
+        assert sleeps["wall"] >= 0.3 and sleeps["cpu"] < sleeps["wall"]
+        assert {r["worker"] for r in rows} <= ({"main"} if not extra else {"gw0", "gw1"})
+    summary = subprocess.run([sys.executable, str(ROOT / "bench" / "suite_times.py"), str(times)],
+                             capture_output=True, text=True, check=True).stdout
+    lines = summary.splitlines()
+    slowest = lines[lines.index("the tests that took longest: wall s, CPU s, worker") + 1]
+    assert "2 tests" in lines[0] and slowest.endswith("test_demo.py::test_sleeps")
+    unset = subprocess.run(base, cwd=tmp_path, env=dict(env, SUITE_TIMES_OUT=""),
+                           capture_output=True, text=True)
+    assert unset.returncode != 0 and "set SUITE_TIMES_OUT" in unset.stdout + unset.stderr
