@@ -24,6 +24,7 @@ import time
 
 _started = {}
 _out = None  # the file this process appends to; None where it records nothing
+_worker = "main"  # pytest-xdist's name for this process, or "main" without xdist
 
 
 def _cpu_seconds():
@@ -32,13 +33,15 @@ def _cpu_seconds():
 
 
 def pytest_configure(config):
-    global _out
+    global _out, _worker
     out = os.environ.get("SUITE_TIMES_OUT")
     if not out:
         raise SystemExit("suite_times: set SUITE_TIMES_OUT to the file the times go to")
     # Record where tests run: not in pytest-xdist's controller, which sees every worker's again.
     if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":
         _out = out
+    # From the config, not the environment: a pytest run inside a worker's test inherits that.
+    _worker = getattr(config, "workerinput", {}).get("workerid", "main")
 
 
 def pytest_runtest_logstart(nodeid, location):
@@ -49,7 +52,7 @@ def pytest_runtest_logfinish(nodeid, location):
     start = _started.pop(nodeid, None)
     if start is None or _out is None:
         return
-    row = dict(id=nodeid, worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
+    row = dict(id=nodeid, worker=_worker,
                wall=round(time.perf_counter() - start[0], 3), cpu=round(_cpu_seconds() - start[1], 3),
                end=round(time.time(), 1), load=os.getloadavg()[0])
     with open(_out, "a", encoding="utf-8") as f:
