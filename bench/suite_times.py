@@ -10,8 +10,9 @@ Each test process appends one JSON line per test: its id, the worker, the wall t
 start to its end (setup and teardown included, so a module's fixture counts in its first test)
 and the CPU time of the process and of the children it has waited for. A notebook's cells run in
 a Jupyter kernel the process did not wait for, so their CPU time is not counted: for them, read
-the wall time. The summary prints the machine and its load, then the files and the tests that
-took longest, and each worker's total, which shows how evenly the work was shared.
+the wall time. The summary prints the machine it runs on (run it where the tests ran) and the
+load while they ran, then the files and the tests that took longest, and each worker's total,
+which shows how evenly the work was shared.
 """
 import argparse
 import collections
