@@ -41,7 +41,15 @@ def cpu_has_bf16():
 
     There, training with TrainConfig(autocast="bf16") is faster than float32 (lesson 06;
     bench/time_to_quality.py measures it); elsewhere torch emulates bf16, and it is slower.
+    COURSE_CPU_BF16=1 or 0 overrides the probe, so that a lesson can be run down the other path
+    (the answer changes what lessons 06 and 09 run and say, not what the CPU can do).
     """
+    forced = os.environ.get("COURSE_CPU_BF16", "").strip()
+    if forced:
+        if forced not in ("0", "1"):
+            raise ValueError(f"COURSE_CPU_BF16={forced!r} should be 1 (act as if this CPU had "
+                             f"bfloat16 instructions) or 0 (as if it had none); or unset it")
+        return forced == "1"
     probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)  # torch's own CPU probe
     return bool(probe()) if probe is not None else False
 

@@ -50,11 +50,24 @@ def test_pick_device_sets_the_threads(clean_env, capsys):
 
 def test_cpu_has_bf16_follows_torchs_probe(monkeypatch):
     from course_lib.device import cpu_has_bf16
+    monkeypatch.delenv("COURSE_CPU_BF16", raising=False)
     for answer in (True, False):
         monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: answer)
         assert cpu_has_bf16() is answer
     monkeypatch.delattr(torch.cpu, "_is_avx512_bf16_supported")
     assert cpu_has_bf16() is False  # a torch without the probe: assume emulated bf16
+
+
+def test_cpu_has_bf16_can_be_forced_either_way_and_refuses_other_values(monkeypatch):
+    from course_lib.device import cpu_has_bf16
+    for probe in (True, False):
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: probe)
+        for forced, answer in (("1", True), ("0", False)):
+            monkeypatch.setenv("COURSE_CPU_BF16", forced)
+            assert cpu_has_bf16() is answer
+    monkeypatch.setenv("COURSE_CPU_BF16", "yes")
+    with pytest.raises(ValueError, match="COURSE_CPU_BF16='yes' should be 1 .* or 0"):
+        cpu_has_bf16()
 
 
 def _stand_in(offset):
