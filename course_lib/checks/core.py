@@ -4,7 +4,8 @@ A checker raises AssertionError with feedback on the first thing that fails: whi
 exercise, what failed, the input, expected against got, and a hint. On success it
 prints one line. A NotImplementedError from an unfinished exercise passes straight
 through, so a blank exercise fails at its check cell with its own message.
-`__tracebackhide__` keeps the checkers' own frames out of the traceback IPython shows.
+`__tracebackhide__` keeps the checkers' own frames out of the traceback pytest shows,
+and each failure shows in a notebook as its feedback only (course_lib.checks.rendering).
 A checker wrapped in `@checker` only ever fails with feedback: any other exception raised
 while it checks (say, on something odd that the learner's function returned) becomes an
 AssertionError that names the exercise. `Checker(..., forbidden=...)` reports an answer
@@ -18,6 +19,7 @@ import numpy as np
 import torch
 
 from course_lib.checks.record import made, probe, seed  # noqa: F401 (seed: for the checkers)
+from course_lib.checks.rendering import explain, recorded, show_warnings
 
 
 def show(x, rows=4, cols=6):
@@ -112,6 +114,8 @@ class Checker:
         self.forbidden = dict(forbidden or {})
         self.takes_tensors = False    # whether the last call's array arguments were torch tensors
         self.last_case = None         # the input of the last call, for feedback on a crash
+        self.raised = None            # what the learner's function raised in the last call (direct
+                                      # and record mode only: never recorded), for its frames
         if _RUNS:
             _RUNS[-1].append(self)
         made(self)   # a grader's replay reads how many cases passed
@@ -131,7 +135,7 @@ class Checker:
         if got is not None:
             lines.append(f"  got:      {show(got)}")
         lines.append(f"Hint: {hint}")
-        raise AssertionError("\n".join(lines))
+        raise explain(AssertionError("\n".join(lines)), raised=self.raised)
 
     def call(self, *args, case, crash_hint=None, none_hint=None, mutable=(), **kwargs):
         """The learner's fn(*args, **kwargs), with feedback for a crash, a None, or an input changed in place.
@@ -162,6 +166,7 @@ class Checker:
                 before.append(value)
                 written.append(False)
         self.last_case = case
+        self.raised = None
         self.takes_tensors = any(isinstance(v, torch.Tensor) for v in given)
 
         def invoke():
@@ -174,6 +179,7 @@ class Checker:
             except NotImplementedError:
                 raise
             except Exception as e:
+                self.raised = e   # its frames are shown with the feedback; not part of the record
                 return {"raised": (type(e).__name__, _message(e)), "called": watch.called}
             changed = [name for name, was, now in zip(names, before, passed)
                        if was is not None and not _unchanged(was, now)]
@@ -319,10 +325,12 @@ def checker(check):
     def run(fn):
         __tracebackhide__ = True
         _RUNS.append([])
+        caught = []
         try:
-            return check(fn)
-        except (AssertionError, NotImplementedError):
-            raise
+            with recorded() as caught:
+                result = check(fn)
+        except (AssertionError, NotImplementedError) as e:
+            raise explain(e, caught)   # shown as its message, without the checkers' frames
         except Exception as e:  # a checker only ever fails with its own message
             made = _RUNS[-1]
             case = made[-1].last_case if made else None
@@ -333,9 +341,11 @@ def checker(check):
             lines.append("Hint: call your function on this input in a cell of its own and compare "
                          "what it returns (its type, shape and dtype, and each item of a pair or "
                          "dict) with what the exercise asks for")
-            raise AssertionError("\n".join(lines)) from None
+            raise explain(AssertionError("\n".join(lines)), caught) from None
         finally:
             _RUNS.pop()
+        show_warnings(caught)   # after the pass line, each once
+        return result
 
     return run
 

@@ -8,6 +8,7 @@ check still runs on the learner's own function either way.
 """
 from pathlib import Path
 
+from course_lib.checks.rendering import refusals
 from course_lib.checks.tables import hints_of, lesson_modules
 from course_lib.exercises import BEGIN, END, ROOT, exercises
 
@@ -31,6 +32,7 @@ def _known(name, names):
                          f"Give its name as a string, e.g. hint(\"softmax\")")
 
 
+@refusals
 def hint(name, k=None):
     """Show hint k of exercise `name`; without k, the next one not yet shown (then the last again)."""
     hints = all_hints()
@@ -66,6 +68,7 @@ def solution_source(name, lessons=ROOT / "notebooks"):
     raise ValueError(f"exercise {name!r} has hints but no cell in {lessons}")
 
 
+@refusals
 def solution(name):
     """Show the reference answer of exercise `name`, as code; the check still runs on yours."""
     lesson, source = solution_source(name)

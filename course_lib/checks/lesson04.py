@@ -106,6 +106,7 @@ def observed_call(c, *args, case, watch=(), observe=None, catch=False, none_hint
             except Exception as e:
                 if not catch:
                     raise
+                c.raised = e    # for its frames under the feedback; not part of the record
                 seen["raised"] = (type(e).__name__, _message(e))
         seen["called"] = list(calls.called) if watch else []
         if observe is not None:

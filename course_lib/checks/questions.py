@@ -17,6 +17,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
+from course_lib.checks.rendering import refusals
 from course_lib.checks.tables import lesson_modules, questions_of
 from course_lib.exercises import answer_call
 
@@ -194,6 +195,7 @@ def answer_in(source):
     return qid, given
 
 
+@refusals   # a refused answer shows its message only
 def answer(qid, given):
     """Say whether `given` answers question `qid`, and why; `...` (the blank) says how to answer."""
     right, why = judge(qid, given)
