@@ -10,7 +10,9 @@ import re
 
 import pytest
 
-from course_lib.grading import cli, export
+from course_lib.grading import cli, export, term
+from course_lib.grading.roster import read_roster, roster_names
+from course_lib.grading.submissions import read_roster as submission_names
 
 GRADEBOOK = [  # (learner, lesson, exercise, points, max_points, status)
     ("ada", "00_start_here", "text_to_ids", 1, 1, "passed"),
@@ -98,24 +100,45 @@ def test_learners_missing_from_the_roster_are_listed(tmp_path):
 
 def test_the_plain_roster_still_works_for_canvas_and_moodle_says_what_it_needs(tmp_path):
     plain = roster(tmp_path, "ada\nbob\n=cmd\n")
-    assert [e["learner"] for e in export.read_lms_roster(plain)] == ["ada", "bob", "=cmd"]
+    assert [e["learner"] for e in read_roster(plain)] == ["ada", "bob", "=cmd"]
     export.write_export(rows(), tmp_path, "canvas", plain, log=lambda line: None)
     assert [r[1] for r in read(tmp_path / "canvas.csv")[2:]] == ["", "", ""]
     with pytest.raises(ValueError, match="needs each learner's Moodle ID number or email"):
-        export.check_export(["moodle"], plain)
+        term.settle(tmp_path / "out", term.Given(roster=plain, export=["moodle"]), ["00_start_here"])
 
 
 @pytest.mark.parametrize("text, message", [
-    ("learner,lms_id,phone\nada,1,2\n", "unknown column"),
     ("learner,lms_id\nada,1,extra\n", "line 2: 3 fields"),
+    ("learner,lms_id\n\"García, José\",1,2\n", "line 2: 3 fields"),
     ("learner,lms_id\nada,1\nada,2\n", "line 3: ada is on line 2 too"),
     ("learner,lms_id\nada,1\nbob,1\n", "the LMS id 1 is ada's too"),
     ("learner,lms_id\n,1\n", "line 2: no learner name"),
-    ("ada,1\nbob,2\n", "has commas but no header row"),
+    ("ada\nbob,2\n", "line 2: 2 fields but no header row"),
+    ("learner,lms_id\n\"ada,1\n", "line 2: .*quotes"),
 ])
 def test_a_malformed_roster_is_a_clear_error(tmp_path, text, message):
     with pytest.raises(ValueError, match=message):
-        export.read_lms_roster(roster(tmp_path, text))
+        read_roster(roster(tmp_path, text))
+
+
+SPREADSHEET = [  # (what a spreadsheet or an LMS saves, the learners it names)
+    ('learner,lms_id,email\n"García, José",4821,jose@example.edu\nbob,4822,bob@example.edu\n',
+     ["García, José", "bob"]),
+    ("\ufefflearner,lms_id,email\r\nada,4821,ada@example.edu\r\nbob,4822,\r\n", ["ada", "bob"]),
+    ("First name,Learner,Phone,LMS ID,Email\nAda,ada,555,4821,ada@example.edu\n", ["ada"]),
+    ('\ufeff"García, José"\r\nbob\r\n# a comment\r\n', ["García, José", "bob"]),
+]
+
+
+@pytest.mark.parametrize("text, names", SPREADSHEET)
+def test_one_roster_reader_reads_what_a_spreadsheet_saves_and_makes_no_phantom_learner(tmp_path, text, names):
+    path = tmp_path / "roster.csv"
+    path.write_bytes(text.encode("utf-8"))
+    assert roster_names(path) == names
+    assert submission_names(path) == names   # the grader's missing rows: the same reader
+    entries = read_roster(path)
+    if "4821" in text:
+        assert entries[0]["lms_id"] == "4821" and entries[0]["email"].endswith("@example.edu")
 
 
 def test_the_command_refuses_a_bad_roster_before_grading_anything(tmp_path, capsys):

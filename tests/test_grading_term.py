@@ -476,3 +476,121 @@ def test_a_timestamp_txt_that_is_not_a_time_is_named_and_the_files_time_used(fak
     rows, _ = gradebook.grade_class(folder, out, jobs=1, sandbox=False, html=False, log=said.append)
     assert any("ada/timestamp.txt: 'handed in on Tuesday' is not a time" in line for line in said)
     assert rows_of(rows, "ada")["submitted"] == datetime.datetime.fromtimestamp(1_800_000_000, UTC).isoformat()
+
+
+# ---------------------------------------------------------------- the term, kept; the exit status
+
+def test_every_option_that_shapes_the_gradebook_is_kept_until_changed(fake_class, capsys):
+    folder, out, tmp = fake_class["folder"], fake_class["out"], fake_class["tmp"]
+    roster = tmp / "roster.csv"
+    roster.write_text('learner,lms_id,email\r\nada,1,a@x.edu\r\nbob,2,b@x.edu\r\ncy,3,c@x.edu\r\n'
+                      'dee,4,d@x.edu\r\n"García, José",5,j@x.edu\r\n', encoding="utf-8")
+    overrides = tmp / "overrides.csv"
+    overrides.write_text("learner,lesson,exercise,points,comment\nbob,00,next_token_targets,0.75,lab\n")
+    write_learner(folder, "ada", {"text_to_ids": ["failed", 8]}, stamp="2026-12-09 17:00:01 UTC")
+    flags = ["--roster", str(roster), "--partial", "--due", "00=2026-12-08T17:00", "--late-penalty",
+             "10%/day", "--timezone", "Europe/Berlin", "--overrides", str(overrides),
+             "--solution-costs", "0.5", "--export", "canvas", "--lessons", "00"]
+    base = ["--class", str(folder), "--no-sandbox", "--no-html"]
+    assert cli.main([*base, "--out", str(out), *flags]) == 0   # José is missing: a row, not a failure
+    first = read_csv(out / "gradebook.csv")
+    assert rows_of(first, "García, José")["status"] == "missing"
+    assert not any(r["learner"] in ('"García', "García") for r in first)   # no phantom learner
+    roster.unlink()
+    overrides.unlink()
+    assert cli.main([*base, "--out", str(out), "--force"]) == 0           # no flags: the kept term
+    again = read_csv(out / "gradebook.csv")
+    assert again == first
+    assert (out / "canvas.csv").exists() and (out / "roster.csv").exists()
+    capsys.readouterr()
+    assert cli.main(["--show-term", "--out", str(out)]) == 0
+    shown = capsys.readouterr().out
+    for part in ("--partial: True", "--late-penalty: 10%/day", "--timezone: Europe/Berlin",
+                 "--solution-costs: 0.5", "--export: canvas", "--lessons: 00_start_here",
+                 "--roster: 5 learner(s)", "--overrides: 1 line(s)"):
+        assert part in shown, shown
+    # "none" drops what is kept
+    assert cli.main([*base, "--out", str(out), "--roster", "none", "--no-partial",
+                     "--export", "none", "--overrides", "none"]) == 0
+    dropped = read_csv(out / "gradebook.csv")
+    assert not any(r["learner"] == "García, José" for r in dropped)
+    assert rows_of(dropped, "ada", "text_to_ids")["points_before_penalty"] == "0"
+    assert rows_of(dropped, "bob")["override"] == ""
+    assert not (out / "roster.csv").exists() and "export" not in json.loads((out / "term.json").read_text())
+
+
+def test_the_exit_status_is_0_for_any_verdicts_and_1_only_for_the_graders_own_failure(fake_class, monkeypatch):
+    folder, out, tmp = fake_class["folder"], fake_class["out"], fake_class["tmp"]
+    (tmp / "roster.csv").write_text("ada\nbob\ncy\ndee\nzoe\n")
+    base = ["--class", str(folder), "--out", str(out), "--no-sandbox", "--no-html"]
+    # zoe missing, cy not run, bob failed: each a row, and the run did its job
+    assert cli.main([*base, "--roster", str(tmp / "roster.csv")]) == 0
+    rows = read_csv(out / "gradebook.csv")
+    assert {rows_of(rows, "zoe")["status"], rows_of(rows, "cy")["status"]} == {"missing", "not run"}
+
+    def broken(path, **kwargs):
+        raise RuntimeError("a bug of the grader's")
+    monkeypatch.setattr(gradebook, "grade", broken)
+    assert cli.main([*base, "--force"]) == 1
+    assert rows_of(read_csv(out / "gradebook.csv"), "ada", "")["feedback"].startswith("the grader failed")
+    assert cli.main(["--class", str(tmp / "nowhere"), "--out", str(out), "--no-sandbox"]) == 2
+
+
+def test_grade_class_takes_the_term_and_the_run_as_two_objects(fake_class):
+    given, run_ = gradebook.options(roster=None, partial=True, jobs=1, sandbox=False, html=False)
+    assert given == term.Given(partial=True) and run_ == gradebook.Run(jobs=1, sandbox=False, html=False)
+    rows, failures = gradebook.grade_class(fake_class["folder"], fake_class["out"], given, run_,
+                                           log=lambda line: None)
+    assert failures == 0 and rows_of(rows, "bob")["points"] == "0.5"
+    with pytest.raises(TypeError, match="no option colour"):
+        gradebook.options(colour="red")
+
+
+def test_a_regrade_with_same_seed_draws_the_kept_seed_and_a_changed_notebook_a_fresh_one(fake_class, monkeypatch):
+    folder, out = fake_class["folder"], fake_class["out"]
+    seeds = {}
+    fake = gradebook.grade
+
+    def seeded(path, seed=None, **kwargs):
+        graded = fake(path, **kwargs)
+        graded.seed = seed if seed is not None else 1000 + len(seeds)
+        seeds.setdefault(path.parent.name, []).append(graded.seed)
+        return graded
+    monkeypatch.setattr(gradebook, "grade", seeded)
+    grade_fake(folder, out)
+    kept = {r["learner"]: r["seed"] for r in read_csv(out / "gradebook.csv") if r["exercise"] == EXERCISE}
+    assert len(set(kept.values())) == 4   # each notebook its own seed, in the gradebook
+    write_learner(folder, "bob", {EXERCISE: ["failed", 2]})
+    grade_fake(folder, out, force=True, same_seed=True)
+    assert seeds["ada"][-1] == int(kept["ada"])       # unchanged: its kept seed, its page again
+    assert seeds["bob"][-1] != int(kept["bob"])       # changed: a fresh seed
+
+
+def test_the_grading_modules_import_each_other_without_a_cycle():
+    import ast
+    package = ROOT / "course_lib" / "grading"
+    modules = {p.stem for p in package.glob("*.py")}
+    graph = {}
+    for path in package.glob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):   # imports inside functions too
+            if isinstance(node, ast.ImportFrom) and node.module == "course_lib.grading":
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course_lib.grading."):
+                found.add(node.module.split(".")[2])
+            elif isinstance(node, ast.Import):
+                found |= {a.name.split(".")[2] for a in node.names if a.name.startswith("course_lib.grading.")}
+        graph[path.stem] = found & modules
+    assert graph["gradebook"] >= {"term", "export", "shards", "similarity", "book"}  # the graph is read
+
+    def cycle_from(start, path):
+        for nxt in sorted(graph[path[-1]]):
+            if nxt == start:
+                return path + [nxt]
+            if nxt not in path:
+                found = cycle_from(start, path + [nxt])
+                if found:
+                    return found
+        return None
+    cycles = [c for c in (cycle_from(m, [m]) for m in sorted(graph)) if c]
+    assert not cycles, f"import cycles in course_lib/grading: {cycles[:3]}"

@@ -3,6 +3,7 @@
     python -m course_lib.grading exercises/01_attention_by_hand.ipynb         # one notebook
     python -m course_lib.grading --class submissions/ --out grades/            # a class
     python -m course_lib.grading merge grades-1/ grades-2/ --out grades/       # shards joined
+    python -m course_lib.grading gradescope --lesson 00 --out autograder.zip  # Gradescope's autograder
 
 Class mode's options for a term (each rule given is kept in OUT, in term.json and
 overrides.csv, and a later run that does not give it uses the kept one; "none" drops it):
@@ -61,8 +62,7 @@ import sys
 from pathlib import Path
 
 from course_lib.exercises import ROOT
-from course_lib.grading.export import LMSES, check_export
-from course_lib.grading.gradebook import grade_class
+from course_lib.grading.gradebook import Run, grade_class
 from course_lib.grading.shards import merge, parse_shard
 from course_lib.grading.graded_copy import changed, tree_hash
 from course_lib.grading.help_taken import charge_solutions, help_line
@@ -71,6 +71,7 @@ from course_lib.grading.questions import is_question
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         unavailable)
 from course_lib.grading.run import SandboxUnavailable, grade
+from course_lib.grading.term import LMSES, NONE, Given, read_settings, show
 from course_lib.grading.verdicts import _points
 
 # ---------------------------------------------------------------- command line
@@ -79,6 +80,8 @@ def _lesson_names(text, lessons=LESSONS):
     """Lesson stems from '00,01_attention_by_hand,...': a number or a name each."""
     if not text:
         return None
+    if text.strip().lower() == NONE:
+        return NONE
     stems = [p.stem for p in sorted(Path(lessons).glob("*.ipynb"))]
     found = []
     for part in filter(None, (t.strip() for t in text.split(","))):
@@ -106,7 +109,9 @@ def merge_main(argv):
 
 
 def _cost(text):
-    """--solution-costs: a number of points, 0 or more."""
+    """--solution-costs: a number of points, 0 or more (or "none", which drops the kept one)."""
+    if text.strip().lower() == NONE:
+        return NONE
     try:
         value = float(text)
     except ValueError:
@@ -122,9 +127,18 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["merge"]:
         return merge_main(argv[1:])
+    if argv[:1] == ["collect"]:
+        from course_lib.grading.collect import main as collect_main
+        return collect_main(argv[1:])
+    if argv[:1] == ["return"]:
+        from course_lib.grading.returns import main as return_main
+        return return_main(argv[1:])
+    if argv[:1] == ["gradescope"]:
+        from course_lib.grading.gradescope import main as gradescope_main
+        return gradescope_main(argv[1:])
     parser = argparse.ArgumentParser(description="Grade exercise notebooks with nbval against the "
                                                  "lessons' checks.")
-    parser.add_argument("path", help="a notebook, or with --class a folder with a folder per learner")
+    parser.add_argument("path", nargs="?", help="a notebook, or with --class a folder with a folder per learner")
     parser.add_argument("--class", dest="folder", action="store_true",
                         help="grade every learner's notebooks under the folder PATH")
     parser.add_argument("--out", default="grades", help="where the gradebook, summary and feedback go "
@@ -132,9 +146,16 @@ def main(argv=None):
     parser.add_argument("--roster", help="a file with one learner per line, or a CSV with the columns "
                                          "learner,lms_id,email; those with no submission get "
                                          "'missing' rows")
-    parser.add_argument("--export", action="append", default=[], choices=LMSES,
+    parser.add_argument("--export", action="append", default=None, choices=[*LMSES, NONE],
                         help="class mode: also write OUT/canvas.csv or OUT/moodle.csv, the CSV "
-                             "that LMS's grade import takes (repeatable; ids from --roster)")
+                             "that LMS's grade import takes (repeatable; ids from --roster; "
+                             "kept in the term; 'none' drops it)")
+    parser.add_argument("--show-term", action="store_true",
+                        help="print the term kept in --out (its roster and rules) and stop")
+    parser.add_argument("--same-seed", action="store_true",
+                        help="class mode: a notebook graded again unchanged (--force) draws its "
+                             "checks' inputs from the seed its gradebook rows keep, so its feedback "
+                             "page is the one it had")
     parser.add_argument("--lessons", help="comma-separated lesson names expected of everyone, e.g. "
                                           "00_start_here,01_attention_by_hand (default: every "
                                           "lesson anyone handed in)")
@@ -174,24 +195,27 @@ def main(argv=None):
     term.add_argument("--force", action="store_true", help="grade again what has not changed")
     term.add_argument("--shard", metavar="K/N", help="grade only the K-th of N parts of the class")
     args = parser.parse_args(argv)
+    if args.show_term:
+        if not (Path(args.out) / "term.json").exists():
+            print(f"error: {args.out} keeps no term (no term.json): grade a class into it first", file=sys.stderr)
+            return 2
+        print(show(args.out))
+        return 0
+    if args.path is None:
+        parser.error("give a notebook, or --class and a class folder")
     limits = dict(cell_timeout=args.timeout, notebook_timeout=args.notebook_timeout,
                   memory_gib=args.memory, startup_timeout=args.startup_timeout)
     if args.folder:
+        export = None if args.export is None else NONE if NONE in args.export else list(dict.fromkeys(args.export))
         try:
-            check_export(args.export, args.roster)  # a bad roster stops here, before any grading
-        except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        try:
-            rows, problems = grade_class(args.path, args.out, jobs=args.jobs, roster=args.roster,
-                                         only=_lesson_names(args.lessons), export=args.export,
-                                         html=not args.no_html, sandbox=not args.no_sandbox,
-                                         chosen=args.learner, force=args.force,
-                                         shard=parse_shard(args.shard) if args.shard else None,
-                                         partial=args.partial, due=args.due,
-                                         late_penalty=args.late_penalty, timezone=args.timezone,
-                                         overrides=args.overrides,
-                                         solution_costs=args.solution_costs, **limits)
+            given = Given(roster=args.roster, partial=args.partial, due=args.due,
+                          late_penalty=args.late_penalty, timezone=args.timezone,
+                          overrides=args.overrides, solution_costs=args.solution_costs,
+                          export=export, only=_lesson_names(args.lessons))
+            run = Run(jobs=args.jobs, chosen=args.learner, force=args.force,
+                      shard=parse_shard(args.shard) if args.shard else None, html=not args.no_html,
+                      sandbox=not args.no_sandbox, same_seed=args.same_seed, **limits)
+            rows, failures = grade_class(args.path, args.out, given, run)
         except (FileNotFoundError, ValueError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
@@ -205,18 +229,26 @@ def main(argv=None):
         passed = sum(r["status"] == "passed" for r in rows)
         right = sum(r["status"] == "passed" for r in asked)
         out = Path(args.out)
+        exports = [lms for lms in LMSES if (out / f"{lms}.csv").exists() and lms in
+                   (read_settings(out).get("export") or ())]
         print(f"{passed - right} of {len(rows) - len(asked)} exercise rows and {right} of "
               f"{len(asked)} question rows passed; gradebook: {out / 'gradebook.csv'}, "
               f"summary: {out / 'summary.csv'}, feedback: {out / 'feedback'}/, report: "
               f"{out / 'report.html'}, similar submissions: {out / 'similarity.csv'}"
-              + "".join(f", {lms}: {out / (lms + '.csv')}" for lms in args.export))
-        if problems:
-            print(f"{problems} notebook(s) or learner(s) could not be graded or are missing: see the "
-                  f"rows whose status is 'not run' or 'missing'")
-        return 1 if problems else 0
+              + "".join(f", {lms}: {out / (lms + '.csv')}" for lms in exports))
+        missing = len({(r["learner"], r["lesson"]) for r in rows if r["status"] == "missing"})
+        not_run = len({(r["learner"], r["lesson"]) for r in rows if r["status"] == "not run"})
+        if missing or not_run:
+            print(f"{missing} lesson(s) missing and {not_run} notebook(s) not run: each has its rows "
+                  f"(status 'missing' or 'not run') with the reason")
+        if failures:
+            print(f"error: the grader itself failed {failures} time(s) (rows whose feedback starts "
+                  f"'the grader failed', or the instructor's files changed): see above", file=sys.stderr)
+        return 1 if failures else 0
     given = [f"--{name.replace('_', '-')}" for name in ("partial", "overrides", "due", "late_penalty",
-                                                        "timezone", "learner", "shard")
-             if getattr(args, name) is not None] + (["--force"] if args.force else [])
+                                                        "timezone", "learner", "shard", "roster", "export")
+             if getattr(args, name) is not None] + [f"--{flag}" for flag in ("force", "same-seed")
+                                                     if getattr(args, flag.replace("-", "_"))]
     if given:
         print(f"error: {', '.join(given)} grade a class: add --class and --out", file=sys.stderr)
         return 2
@@ -226,8 +258,9 @@ def main(argv=None):
     watched = tree_hash(ROOT)
     if not args.no_sandbox and unavailable() is not None:
         print(f"notice: no sandbox here ({unavailable()}): your notebook runs as you, as it does in Jupyter")
+    costs = None if args.solution_costs == NONE else args.solution_costs
     graded = charge_solutions(grade(args.path, keep=args.keep, sandbox=False if args.no_sandbox else "auto",
-                                    **limits), args.solution_costs)
+                                    **limits), costs)
     if graded.lesson is None:
         print(graded.problem)
         return 1

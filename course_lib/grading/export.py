@@ -28,87 +28,17 @@ app/models/gradebook_importer.rb; moodle/moodle, grade/import/csv/classes/load_d
   names no user, stops the whole import, so the export leaves such learners out and lists them.
   A grade above the site's maximum (100 unless raised) stops it too.
 """
-import csv
 from pathlib import Path
 
+from course_lib.grading.book import write_csv
 from course_lib.grading.lessons import LESSONS, _lesson_index
+from course_lib.grading.roster import read_roster
+from course_lib.grading.term import LMSES
 from course_lib.grading.verdicts import _points
 
-LMSES = ("canvas", "moodle")
-# The roster's columns, by a name written in any case, with spaces, '-' or '_' as one likes.
-ROSTER_COLUMNS = {"learner": "learner", "lmsid": "lms_id", "email": "email",
-                  "sisuserid": "sis_user_id", "sisloginid": "sis_login_id", "section": "section"}
 CANVAS_HEAD = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 POINTS_POSSIBLE = "    Points Possible"   # as Canvas's own export writes it
-
-
-def _key(name):
-    return "".join(ch for ch in name.lower() if ch.isalnum())
-
-
-def read_lms_roster(path):
-    """[{learner, lms_id, email, sis_user_id, sis_login_id, section}] from a roster file.
-
-    A CSV roster has a header row naming its columns (learner, lms_id, email, ...); a plain
-    roster (one name a line, the grader's first form) gives learners with no ids. ValueError,
-    with the line, for a malformed roster: an unknown or missing column, a row with more
-    fields than the header, a learner or LMS id given twice.
-    """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"the roster {path} could not be read ({e}): it should be a UTF-8 text file")
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1)
-             if line.strip() and not line.lstrip().startswith("#")]
-    if not lines:
-        return []
-    first = next(csv.reader([lines[0][1]]))
-    if _key(first[0]) != "learner" or len(first) == 1:
-        if any("," in line for _, line in lines):
-            raise ValueError(f"the roster {path} has commas but no header row: start it with a "
-                             f"line `learner,lms_id,email`, or give one name a line")
-        return [dict(learner=line.strip(), lms_id="", email="") for _, line in lines
-                if _key(line) != "learner"]
-    unknown = [h for h in first if _key(h) not in ROSTER_COLUMNS]
-    if unknown:
-        raise ValueError(f"the roster {path}, line {lines[0][0]}: unknown column(s) "
-                         f"{', '.join(map(repr, unknown))}; a roster's columns are learner, lms_id, "
-                         f"email (and, for Canvas, sis_user_id, sis_login_id, section)")
-    fields = [ROSTER_COLUMNS[_key(h)] for h in first]
-    if len(set(fields)) != len(fields):
-        raise ValueError(f"the roster {path}, line {lines[0][0]}: a column is named twice")
-    entries, seen, ids = [], {}, {}
-    for n, line in lines[1:]:
-        values = next(csv.reader([line]))
-        if len(values) > len(fields):
-            raise ValueError(f"the roster {path}, line {n}: {len(values)} fields, but the header "
-                             f"names {len(fields)} ({', '.join(first)}); quote a field that holds a comma")
-        entry = dict.fromkeys(ROSTER_COLUMNS.values(), "")
-        entry.update({f: v.strip() for f, v in zip(fields, values)})
-        if not entry["learner"]:
-            raise ValueError(f"the roster {path}, line {n}: no learner name")
-        if entry["learner"] in seen:
-            raise ValueError(f"the roster {path}, line {n}: {entry['learner']} is on line "
-                             f"{seen[entry['learner']]} too")
-        if entry["lms_id"] and entry["lms_id"] in ids:
-            raise ValueError(f"the roster {path}, line {n}: the LMS id {entry['lms_id']} is "
-                             f"{ids[entry['lms_id']]}'s too")
-        seen[entry["learner"]] = n
-        ids[entry["lms_id"]] = entry["learner"]
-        entries.append(entry)
-    return entries
-
-
-def check_export(lmses, roster):
-    """Before grading: ValueError for an unknown LMS, a malformed roster, or Moodle without ids."""
-    for lms in lmses:
-        if lms not in LMSES:
-            raise ValueError(f"--export {lms!r}: the exports are {', '.join(LMSES)}")
-    entries = read_lms_roster(roster) if roster else []
-    if "moodle" in lmses and not any(e["lms_id"] or e["email"] for e in entries):
-        raise ValueError("--export moodle needs each learner's Moodle ID number or email: give "
-                         "--roster a CSV with the columns learner,lms_id,email")
+MOODLE_NEW_ITEM_MAX = 100   # the maximum grade Moodle gives a grade item its CSV import creates
 
 
 def lesson_points(rows, lessons=LESSONS):
@@ -135,14 +65,15 @@ def lesson_points(rows, lessons=LESSONS):
 def write_export(rows, out, lms, roster=None, *, lessons=LESSONS, log=print):
     """Write out/<lms>.csv, the grade import for `lms` ("canvas" or "moodle"); returns its path.
 
+    roster: the roster's entries (roster.read_roster), or its file.
+
     Learners in the gradebook but not on the roster, or on it without the id the LMS needs,
     are named in a warning through `log` (and, for Moodle, left out of the file). ValueError
     for an unknown LMS, a malformed roster, or a Moodle export with no roster ids at all.
     """
-    from course_lib.grading.gradebook import _write_csv  # the gradebook's atomic, inert CSV writer
     if lms not in LMSES:
         raise ValueError(f"--export {lms!r}: the exports are {', '.join(LMSES)}")
-    entries = read_lms_roster(roster) if roster else []
+    entries = list(roster) if isinstance(roster, (list, tuple)) else read_roster(roster) if roster else []
     people = {e["learner"]: e for e in entries}
     points, maxima, unknown = lesson_points(rows, lessons)
     learners = sorted(points)
@@ -166,7 +97,7 @@ def write_export(rows, out, lms, roster=None, *, lessons=LESSONS, log=print):
             table.append({"Student": learner, "ID": e.get("lms_id", ""),
                           "SIS User ID": e.get("sis_user_id", ""), "SIS Login ID": e.get("sis_login_id", ""),
                           "Section": e.get("section", ""), **{s: cell[learner, s] for s in lessons_}})
-        _write_csv(path, CANVAS_HEAD + lessons_, table)
+        write_csv(path, CANVAS_HEAD + lessons_, table)
         return path
     columns = [(field, head) for field, head in (("lms_id", "ID number"), ("email", "Email address"))
                if any(e[field] for e in entries)]
@@ -182,11 +113,15 @@ def write_export(rows, out, lms, roster=None, *, lessons=LESSONS, log=print):
     if lacking:
         log(f"WARNING: --export moodle: no {' or '.join(h for _, h in columns)} on the roster for "
             f"{', '.join(lacking)}: left out of the file (Moodle stops an import at a row it cannot match)")
-    too_big = [s for s, m in maxima.items() if m > 100]
+    too_big = [s for s, m in maxima.items() if m > MOODLE_NEW_ITEM_MAX]
     if too_big:
-        log(f"WARNING: --export moodle: {', '.join(too_big)} is worth over 100 points, above "
-            f"Moodle's default maximum grade")
+        log(f"WARNING: --export moodle: {', '.join(too_big)} is worth over {MOODLE_NEW_ITEM_MAX} points, "
+            f"above Moodle's default maximum grade: raise the site's limit first, or the import stops")
+    log(f"--export moodle: a grade item that Moodle's import creates has a maximum grade of "
+        f"{MOODLE_NEW_ITEM_MAX}, not the lesson's points: create each lesson's grade item first, with "
+        f"its maximum ({', '.join(f'{s} {_points(m)}' for s, m in maxima.items())}), and map the "
+        f"column to it")
     table = [{"Learner": learner, **{head: people[learner][field] for field, head in columns},
               **{s: cell[learner, s] for s in lessons_}} for learner in keep]
-    _write_csv(path, ["Learner", *(h for _, h in columns), *lessons_], table)
+    write_csv(path, ["Learner", *(h for _, h in columns), *lessons_], table)
     return path

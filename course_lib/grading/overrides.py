@@ -10,6 +10,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from course_lib.grading.book import plain, write_csv
 from course_lib.grading.lateness import lesson_stem
 
 FIELDS = ["learner", "lesson", "exercise", "points", "comment"]
@@ -32,7 +33,6 @@ def read_overrides(path, learners, maxima):
     learners: every name the class knows (folders, roster, gradebook); maxima: {lesson stem:
     {exercise: max points}} of every lesson.
     """
-    from course_lib.grading.gradebook import _plain  # the stored copy's text made inert, undone
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -52,7 +52,7 @@ def read_overrides(path, learners, maxima):
             raise ValueError(f"{where}: {len(fields)} fields, where {len(header)} are wanted "
                              f"({','.join(header)}); quote a comment that holds a comma")
         learner, lesson, exercise, points = (f.strip() for f in fields[:4])
-        comment = _plain(fields[4].strip()) if len(fields) == 5 else ""
+        comment = plain(fields[4].strip()) if len(fields) == 5 else ""
         if learner not in learners:
             raise ValueError(f"{where}: there is no learner {learner!r} in the class folder, roster "
                              f"or gradebook")
@@ -77,7 +77,6 @@ def read_overrides(path, learners, maxima):
 
 def write_overrides(path, overrides):
     """Keep the overrides in the out folder (lesson stems written out), for the runs to come."""
-    from course_lib.grading.gradebook import _write_csv
-    _write_csv(Path(path), FIELDS, [dict(learner=o.learner, lesson=o.lesson, exercise=o.exercise,
+    write_csv(Path(path), FIELDS, [dict(learner=o.learner, lesson=o.lesson, exercise=o.exercise,
                                          points=f"{o.points:g}", comment=o.comment)
                                     for o in sorted(overrides.values(), key=lambda o: o.line)])

@@ -27,10 +27,11 @@ from course_lib.grading.help_taken import help_taken
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
 from course_lib.grading.plugin import _read_records
 from course_lib.grading.questions import grade_questions, questions_not_graded
-from course_lib.grading.replay import Replayer, remove, replay_records, scratch_folder
+from course_lib.grading.probe import probe_notebook
+from course_lib.grading.replay import Replayer, remove, scratch_folder
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
-                                        UNSANDBOXED, bwrap_command, give_to, process_limit, sandbox_env,
-                                        sandbox_uid, unavailable)
+                                        UNSANDBOXED, bwrap_command, give_to, process_limit, python_paths,
+                                        sandbox_env, sandbox_uid, unavailable)
 from course_lib.grading.submissions import identify, read_submission, submission_hash
 from course_lib.grading.verdicts import Result, _cell_name, verdicts
 
@@ -96,6 +97,7 @@ class Graded:
     help: dict = field(default_factory=dict)  # exercise -> help_taken.Help, read from its source
     solution_costs: float | None = None       # the points a shown solution cost (--solution-costs)
     replay_cpu_seconds: float | None = None  # CPU the grader's replay of its checks took
+    seed: int | None = None       # the grading seed its checks' inputs were drawn from
 
 
 FILE_LIMIT = 2 ** 30  # bytes of any one file a graded notebook writes
@@ -113,6 +115,21 @@ def use_sandbox(sandbox):
         raise SandboxUnavailable(f"no sandbox can be made on this machine: {unavailable()}")
     return bool(sandbox)
 
+
+
+def unprivileged_python():
+    """Why a user other than root could not run this Python without a sandbox (None: it could).
+
+    Each folder Python needs, and every folder above it, must be searchable by others (a
+    Python installed under /root, mode 0700, is not)."""
+    for path in python_paths():
+        for folder in [path, *path.parents]:
+            try:
+                if not os.stat(folder).st_mode & stat.S_IXOTH:
+                    return f"{folder} (above {path}) is not searchable by other users"
+            except OSError as e:
+                return f"{folder} could not be read ({e.strerror})"
+    return None
 
 
 @dataclass
@@ -138,7 +155,9 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
     private = Path(tempfile.mkdtemp(prefix="grading-"))    # the grader's alone: pytest's output
     records = Path(tempfile.mkdtemp(prefix="grading-records-"))  # where the plugin writes
     record, key = records / f"{secrets.token_hex(8)}.jsonl", secrets.token_hex(32)
-    uid = sandbox_uid() if sandboxed else None
+    # a root grader without a sandbox runs learner code as a user id of its own where that user can
+    # run Python (the Gradescope autograder refuses to grade where it cannot: unprivileged_python)
+    uid = sandbox_uid() if sandboxed or (os.geteuid() == 0 and unprivileged_python() is None) else None
     setup = {"record": [str(record), key], "uid": uid, "limits": dict(limits or {})}
     setup["limits"].setdefault("RLIMIT_NPROC", process_limit())
     command = [sys.executable, "-c", LAUNCH, f"notebooks/{lesson_name}"]
@@ -147,6 +166,10 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
         give_to(folder, uid)
         give_to(records, uid)
         command, env = bwrap_command(command, folder, [records]), sandbox_env(folder, extra)
+    elif uid is not None:  # root, unsandboxed: the copy is that user's, and so is HOME; no secrets
+        give_to(folder, uid)
+        give_to(records, uid)
+        env = sandbox_env(folder, extra)
     else:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
         env.update(extra)
@@ -249,7 +272,7 @@ def outcome(entries, forged, output, stopped, start_failure, returncode):
 
 def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
           notebook_timeout=NOTEBOOK_TIMEOUT, memory_gib=MEMORY_GIB, keep=None, root=ROOT,
-          startup_timeout=STARTUP_TIMEOUT, sandbox="auto", replayer=None, session=None):
+          startup_timeout=STARTUP_TIMEOUT, sandbox="auto", replayer=None, session=None, seed=None):
     """Grade the notebook at `path` against its lesson (by file name unless given); a Graded.
 
     sandbox: True runs it in a bubblewrap sandbox (SandboxUnavailable if there is none),
@@ -257,6 +280,8 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     grading job's `replay.Replayer` (one is started for this notebook when None).
     session: the grading job's `session.ForkedSandbox`, which runs it in the job's sandbox
     (forked from a process that has imported the libraries); None: a sandbox of its own.
+    seed: the grading seed the checks' inputs are drawn from (None: drawn afresh, `secrets`);
+    the same notebook graded with the same seed gets the same feedback (Graded.seed keeps it).
     """
     path, start = Path(path), time.monotonic()
     sandboxed = use_sandbox(sandbox)
@@ -322,15 +347,15 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     try:
         while True:
             copy_root = folder.resolve()
-            # the seed of this grading's inputs: drawn now, known to the grader and to the copy's
-            # check cells only, so no answer can be prepared for it
-            base_seed = secrets.randbelow(2 ** 62)
-            nb, placements = graded_copy(submission, lesson_nb, found, copy_root, base_seed)
+            # the seed of this grading's inputs: drawn now, known to the grader and, once the
+            # learner's definitions are loaded, to the probe; never to the notebook's run
+            base_seed = secrets.randbelow(2 ** 62) if seed is None else int(seed)
+            nb, placements = graded_copy(submission, lesson_nb, found, copy_root)
             cpu = int(notebook_timeout + startup_timeout + 30)
             write_copy(copy_root, nb, lesson_path.name, placements, cell_timeout,
                        memory_gib * 2 ** 30, cpu, root, startup_timeout=startup_timeout,
                        lib=None if session is None else session.lib,
-                       replay={"base_seed": base_seed, "checks": {
+                       replay={"checks": {
                            e.name: {"module": e.module, "pass_line": pass_lines[e.name]} for e in found}})
             settings = json.loads((copy_root / "grading.json").read_text())
             before = tree_hash(copy_root, ("course_lib",))
@@ -352,11 +377,17 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
             reason = f"{run.start_failure}; tried twice, so this notebook was not graded: grade it again"
             results = [Result(e.name, "not run", reason, 0, e.points) for e in found]
         else:
-            replayed = replay_records(copy_root, found, base_seed, replayer, scratch)
+            # the verdicts: the learner's definitions alone, probed in a process of the grader's
+            replayed, learner, probe_cpu = probe_notebook(
+                submission, lesson_nb, found, base_seed, scratch, replayer, timeout=cell_timeout, root=root,
+                sandboxed=sandboxed, session=session,
+                limits=dict(limits, RLIMIT_NPROC=process_limit(), RLIMIT_CPU=[cpu, cpu + 5]))
+            if session is not None and cpu_used[-1] is not None:  # in the job's sandbox, as its run's
+                cpu_used[-1] += probe_cpu
             costs = [r["cpu"] for r in replayed.values() if r is not None]
             replay_cpu = None if None in costs else round(sum(costs), 3)
-            results = no_credit(verdicts(run.cells, placements, settings, run.stopped, replayed,
-                                         pass_lines), submission, root)
+            results = no_credit(cannot_read(verdicts(run.cells, placements, settings, run.stopped, replayed,
+                                                    pass_lines), learner), submission, root)
         touched = changed(before, tree_hash(copy_root, ("course_lib",)))
         if touched:
             reason = (f"the notebook changed the grading copy of course_lib ({', '.join(touched[:3])}), "
@@ -377,7 +408,25 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
                   log=_diagnosis(run, settings, tries),
                   sandbox=SANDBOXED if sandboxed else UNSANDBOXED,
                   cpu_seconds=None if None in cpu_used else round(sum(cpu_used), 2),
-                  replay_cpu_seconds=replay_cpu)
+                  replay_cpu_seconds=replay_cpu, seed=base_seed)
+
+
+def cannot_read(results, learner):
+    """Results less the credit of an exercise bound where the probe cannot read it, with why; a
+    NameError's feedback says why the name is missing from the probe when the notebook binds it."""
+    import re
+    out = []
+    for r in results:
+        why = learner.unreadable(r.exercise)
+        if why:
+            r = Result(r.exercise, "failed", f"the grader cannot read this answer: {why}", 0, r.max_points,
+                       None, r.cases_total)
+        elif r.status != "passed":
+            for name in re.findall(r"NameError: name '(\w+)' is not defined", r.feedback)[:1]:
+                if learner.why_missing(name):
+                    r.feedback += f" (the grader checks your definitions alone: {learner.why_missing(name)})"
+        out.append(r)
+    return out
 
 
 def _diagnosis(run, settings, tries):

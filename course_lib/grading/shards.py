@@ -3,13 +3,16 @@
 `--shard K/N` grades the learners whose name's SHA-256 falls in the K-th of N parts (K from 1
 to N), so a learner's part never changes when others join the class. Each part's out folder
 records its K/N, the lessons expected of everyone and the term's rules (shard.json,
-term.json, overrides.csv); `merge` refuses parts that overlap, miss a K, or were graded
+term.json, overrides.csv, roster.csv); `merge` refuses parts that overlap, miss a K, or were graded
 with other rules, and otherwise writes the gradebook, summary and feedback one run gives.
 """
 import hashlib
 import json
 import shutil
 from pathlib import Path
+
+from course_lib.grading.book import read_rows, write_outputs
+from course_lib.grading.report import write_report
 
 SHARD = "shard.json"
 
@@ -42,7 +45,6 @@ def write_shard(out, shard, lessons):
 
 
 def _read(folder):
-    from course_lib.grading.gradebook import read_rows
     folder = Path(folder)
     if not (folder / SHARD).is_file():
         raise ValueError(f"{folder} holds no shard (no {SHARD}): grade each part with "
@@ -52,7 +54,7 @@ def _read(folder):
     if rows is None:
         raise ValueError(f"{folder} has no gradebook.csv of this grader: was its grading stopped?")
     rules = {name: (folder / name).read_text(encoding="utf-8") if (folder / name).exists() else ""
-             for name in ("term.json", "overrides.csv")}
+             for name in ("term.json", "overrides.csv", "roster.csv")}
     return info, rows, rules
 
 
@@ -61,8 +63,6 @@ def merge(outs, out, log=print):
 
     Returns the rows; ValueError when the parts overlap, one is missing, or their rules differ.
     """
-    from course_lib.grading.gradebook import write_outputs
-    from course_lib.grading.report import write_report
     outs, out = [Path(o) for o in outs], Path(out)
     if any(o.resolve() == out.resolve() for o in outs):
         raise ValueError(f"--out {out} is one of the shards: merge into a folder of its own")
@@ -78,7 +78,7 @@ def merge(outs, out, log=print):
             raise ValueError(f"{by_k[other['shard']]} and {folder} are both shard {other['shard']}/{n}")
         by_k[other["shard"]] = folder
         if other["lessons"] != info["lessons"] or theirs != rules:
-            what = "lessons expected" if other["lessons"] != info["lessons"] else "term rules (term.json, overrides.csv)"
+            what = "lessons expected" if other["lessons"] != info["lessons"] else "term rules (term.json, overrides.csv, roster.csv)"
             raise ValueError(f"{folder} and {first} were graded with other {what}: grade them again "
                              f"with the same options")
     missing = sorted(set(range(1, n + 1)) - set(by_k))

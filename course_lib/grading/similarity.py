@@ -27,6 +27,7 @@ from pathlib import Path
 import nbformat
 
 from course_lib.exercises import ROOT, exercises, parse_python
+from course_lib.grading.book import write_csv
 from course_lib.grading.lessons import LESSONS, _lesson_index, defines
 from course_lib.grading.submissions import _learner_units, read_submission
 
@@ -232,7 +233,6 @@ def pairs(code):
 
 def write_similarity(rows, out, folder, *, lessons=LESSONS, root=ROOT):
     """Write out/similarity.csv from the class folder's notebooks; returns the pairs written."""
-    from course_lib.grading.gradebook import _write_csv
     found = pairs(learner_code(folder, rows, lessons, root))
-    _write_csv(Path(out) / "similarity.csv", COLUMNS, found)
+    write_csv(Path(out) / "similarity.csv", COLUMNS, found)
     return found

@@ -13,6 +13,7 @@ from pathlib import Path
 from course_lib.exercises import ROOT
 from course_lib.grading.graded_copy import read_regular, tree_hash
 from course_lib.grading.lessons import LESSONS, _lesson_index, _lesson_marks, _stamp, defines
+from course_lib.grading.roster import roster_names
 
 def identify(nb, lessons=LESSONS):
     """{lesson file name: score}: how much of each lesson this notebook holds (text cells and exercises)."""
@@ -100,10 +101,6 @@ def _learner_units(folder):
 
 
 def read_roster(path):
-    names = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        name = line.split(",")[0].strip()
-        if name and not name.startswith("#") and name.lower() != "learner":
-            names.append(name)
-    return names
+    """The learners' names on a roster, read as a CSV by the grader's one roster reader."""
+    return roster_names(path)
 

@@ -1,62 +1,91 @@
-"""The term's rules on top of the checks: partial credit, late penalties and overrides, row by row.
+"""The term: every rule that shapes the gradebook, kept in the out folder, one object handed down.
 
 A gradebook row's `points` is what counts. From the checks come `cases` and the points
 before any penalty (`points_before_penalty`: all or nothing, or the passed share where
-partial credit applies); the late penalty gives `auto_points`; an override, where there is
-one, replaces them (`override` says "yes", `comment` says why). Each run works every row out
-again from its status, cases and submission time, so a changed rule or override reaches the
-rows that were not graded again.
+partial credit applies, less --solution-costs); the late penalty gives `auto_points`; an
+override, where there is one, replaces them (`override` says "yes", `comment` says why). Each
+run works every row out again from its status, cases and submission time, so a changed rule
+or override reaches the rows that were not graded again.
 
-The rules a run was given are kept in its out folder (term.json, overrides.csv), and a run
-that is not given one uses the kept one: a regrade of one learner is graded as the rest were.
+The term's options (the roster, --partial, --due, --late-penalty, --timezone, --overrides,
+--solution-costs, --export and --lessons) are kept in the out folder: term.json, with copies of
+the roster (roster.csv) and the overrides (overrides.csv). A run that does not give one uses
+the kept one, until it is given again; "none" drops it. So a regrade of one learner, or a
+second run with fewer flags, makes the gradebook the first run made. `--show-term` prints it.
 """
 import datetime
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from course_lib.grading.book import write_csv
 from course_lib.grading.lateness import late_by, parse_due, parse_penalty, penalty_share, zone
 from course_lib.grading.overrides import STORED, read_overrides, write_overrides
 from course_lib.grading.partial import automatic_points, cases_text, parse_cases, DECIMALS
 from course_lib.grading.questions import is_question
+from course_lib.grading.roster import read_roster
 
 SETTINGS = "term.json"
+ROSTER = "roster.csv"   # the roster's kept copy
 NONE = "none"  # given for an option, drops its kept value
+LMSES = ("canvas", "moodle")
+
+
+@dataclass(frozen=True)
+class Given:
+    """The term's options as one run gave them: None keeps the one kept in the out folder, "none" drops it."""
+    roster: object = None          # a roster file
+    partial: object = None         # True / False
+    due: object = None             # "01=2026-12-08T17:00,..." or a file
+    late_penalty: object = None    # "10%/day,max=50%"
+    timezone: object = None        # an IANA zone
+    overrides: object = None       # an overrides CSV
+    solution_costs: object = None  # points, 0 or more
+    export: object = None          # LMSes: ["canvas", "moodle"]
+    only: object = None            # the lessons expected of everyone: [lesson stem]
 
 
 @dataclass(frozen=True)
 class Term:
-    """The rules that turn the checks' results into the points that count."""
+    """The rules that turn the checks' results into the points that count, and the class they grade."""
     partial: bool = False                                  # --partial: every exercise
     partial_exercises: dict = field(default_factory=dict)  # {lesson stem: {exercise}} by metadata
     due: dict = field(default_factory=dict)                # {lesson stem: aware datetime}
     penalty: object = None                                 # a lateness.Penalty, or None
     timezone: str = "UTC"
     overrides: dict = field(default_factory=dict)          # {(learner, stem, exercise): Override}
+    roster: tuple = ()                                     # roster.read_roster's entries
+    solution_costs: object = None                          # points, or None: the help only reported
+    export: tuple = ()                                     # LMSes to write an import for
+    only: object = None                                    # lesson stems expected of everyone, or None
+    settings: dict = field(default_factory=dict)           # what term.json keeps
 
     def tz(self):
         return zone(self.timezone)
+
+    @property
+    def names(self):
+        """The learners on the roster."""
+        return [e["learner"] for e in self.roster]
 
 
 def _points(x):
     return f"{round(x, DECIMALS):g}"
 
 
-def resolve(out, stems, learners, maxima, partial_exercises, *, partial=None, due=None,
-            late_penalty=None, timezone=None, overrides=None):
-    """(Term, what to keep in out/term.json) from the options given over those kept in `out`.
+def settle(out, given, stems):
+    """The Term of a run from the options `given` over those kept in `out` (no overrides yet: `with_class`).
 
-    learners: every learner's name; maxima: {lesson stem: {exercise: points}} of every lesson (or
-    a function that gives it, called only when there are overrides). Each option left as None
-    takes its kept value; "none" drops it. ValueError names what is wrong.
+    stems: every lesson's stem. ValueError names what is wrong (a bad roster, due time, penalty,
+    zone, LMS or cost); nothing is written.
     """
     out = Path(out)
-    kept = read_settings(out)
-    settings = dict(kept)
-    for key, value in (("partial", partial), ("due", due), ("late_penalty", late_penalty),
-                       ("timezone", timezone)):
-        if value is not None:
-            settings[key] = None if value == NONE else value
+    settings = dict(read_settings(out))
+    for f in fields(Given):
+        value = getattr(given, f.name)
+        if f.name in ("roster", "overrides") or value is None:
+            continue
+        settings[f.name] = None if _is_none(value) else value
     tz = zone(settings.get("timezone") or "UTC")
     dues = {}
     if settings.get("due"):
@@ -69,11 +98,46 @@ def resolve(out, stems, learners, maxima, partial_exercises, *, partial=None, du
     penalty = parse_penalty(settings["late_penalty"]) if settings.get("late_penalty") else None
     if penalty is not None and not dues:
         raise ValueError("--late-penalty needs due times: give --due 01=2026-12-08T17:00,... too")
-    source = None if overrides == NONE else overrides or (out / STORED if (out / STORED).exists() else None)
-    found = read_overrides(source, learners, maxima() if callable(maxima) else maxima) if source else {}
-    term = Term(bool(settings.get("partial")), partial_exercises, dues, penalty,
-                settings.get("timezone") or "UTC", found)
-    return term, {k: v for k, v in settings.items() if v is not None}
+    costs = settings.get("solution_costs")
+    if costs is not None and (isinstance(costs, bool) or not isinstance(costs, (int, float))
+                              or not 0 <= costs < float("inf")):
+        raise ValueError(f"--solution-costs: {costs!r} is not a number of points of 0 or more")
+    export = tuple(settings.get("export") or ())
+    for lms in export:
+        if lms not in LMSES:
+            raise ValueError(f"--export {lms!r}: the exports are {', '.join(LMSES)}")
+    only = settings.get("only")
+    if only:
+        unknown = [s for s in only if s not in stems]
+        if unknown:
+            raise ValueError(f"--lessons: no lesson is {', '.join(unknown)}; lessons: {', '.join(stems)}")
+    roster_path = None if _is_none(given.roster) else given.roster or (out / ROSTER if (out / ROSTER).exists() else None)
+    roster = tuple(read_roster(roster_path)) if roster_path else ()
+    if "moodle" in export and not any(e["lms_id"] or e["email"] for e in roster):
+        raise ValueError("--export moodle needs each learner's Moodle ID number or email: give "
+                         "--roster a CSV with the columns learner,lms_id,email")
+    settings = {k: v for k, v in settings.items() if v is not None and v != []}
+    return Term(bool(settings.get("partial")), {}, dues, penalty, settings.get("timezone") or "UTC",
+                {}, roster, costs, export, list(only) if only else None, settings)
+
+
+def _is_none(value):
+    return isinstance(value, str) and value.strip().lower() == NONE
+
+
+def with_class(term, out, given, learners, maxima, partial_exercises):
+    """The term with the class's overrides (given, or kept in `out`) and the lessons' partial exercises.
+
+    learners: every name the class knows besides the roster's (folders, gradebook); maxima:
+    {lesson stem: {exercise: points}} of every lesson, or a function that gives it (called only
+    when there are overrides). ValueError names a bad override line.
+    """
+    out = Path(out)
+    source = None if _is_none(given.overrides) else given.overrides or (
+        out / STORED if (out / STORED).exists() else None)
+    found = read_overrides(source, set(learners) | set(term.names),
+                           maxima() if callable(maxima) else maxima) if source else {}
+    return replace(term, overrides=found, partial_exercises=partial_exercises)
 
 
 def read_settings(out):
@@ -88,15 +152,42 @@ def read_settings(out):
     return kept if isinstance(kept, dict) else {}
 
 
-def keep(out, settings, term, extra=None):
-    """Write out/term.json and out/overrides.csv, for the runs to come (and merge's checks)."""
+def keep(out, term, extra=None):
+    """Write out/term.json, out/roster.csv and out/overrides.csv, for the runs to come (and merge's checks)."""
     out = Path(out)
-    (out / SETTINGS).write_text(json.dumps({**settings, **(extra or {})}, indent=1, sort_keys=True) + "\n",
-                                encoding="utf-8")
+    (out / SETTINGS).write_text(json.dumps({**term.settings, **(extra or {})}, indent=1, sort_keys=True)
+                                + "\n", encoding="utf-8")
+    if term.roster:
+        write_csv(out / ROSTER, ["learner", "lms_id", "email", "sis_user_id", "sis_login_id", "section"],
+                  term.roster)
+    else:
+        (out / ROSTER).unlink(missing_ok=True)
     if term.overrides:
         write_overrides(out / STORED, term.overrides)
-    elif (out / STORED).exists():
-        (out / STORED).unlink()
+    else:
+        (out / STORED).unlink(missing_ok=True)
+
+
+def show(out):
+    """The term kept in `out`, in words, one option a line (what `--show-term` prints)."""
+    out = Path(out)
+    settings = read_settings(out)
+    lines = [f"the term kept in {out}:"]
+    names = {"partial": "--partial", "due": "--due", "late_penalty": "--late-penalty",
+             "timezone": "--timezone", "solution_costs": "--solution-costs", "export": "--export",
+             "only": "--lessons"}
+    for key, flag in names.items():
+        value = settings.get(key)
+        if isinstance(value, dict):
+            value = ",".join(f"{k}={v}" for k, v in sorted(value.items()))
+        elif isinstance(value, list):
+            value = ",".join(value)
+        lines.append(f"  {flag}: {'(none)' if value in (None, '', False) else value}")
+    roster = read_roster(out / ROSTER) if (out / ROSTER).exists() else []
+    lines.append(f"  --roster: {f'{len(roster)} learner(s), kept in {out / ROSTER}' if roster else '(none)'}")
+    overrides = sum(1 for _ in open(out / STORED, encoding="utf-8")) - 1 if (out / STORED).exists() else 0
+    lines.append(f"  --overrides: {f'{overrides} line(s), kept in {out / STORED}' if overrides else '(none)'}")
+    return "\n".join(lines)
 
 
 def submitted_text(when, term):
