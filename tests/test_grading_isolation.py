@@ -169,28 +169,39 @@ def test_a_job_whose_sandbox_ended_starts_a_new_one_for_its_next_notebook(tmp_pa
         assert graded.retried is None
 
 
-def test_a_copy_whose_course_lib_link_is_replaced_by_its_own_checker_fails_with_the_reason(tmp_path):
-    """In a job's sandbox a copy's course_lib is a link to the read-only one, which a notebook can
-    remove (a mount it could not): a course_lib of its own, whose checker prints the pass line
-    for a wrong answer, is found by the grader and fails the notebook with the reason."""
+def test_a_copy_cannot_replace_its_course_lib_which_is_a_read_only_mount(tmp_path):
+    """In a job's sandbox a copy's course_lib and data are read-only mounts of the job's (they
+    were links the notebook owned, and one replaced its course_lib by a copy of its own whose
+    checker printed the pass line for a wrong answer). Removing, renaming or writing into them
+    is refused, so the wrong answer fails with its checker's own hint."""
     from course_lib.grading import run
     replace = '''\
 import os, shutil
-_WHY = ""
+_tried = []
 _lib = os.path.join(os.path.dirname(os.getcwd()), "course_lib")
-_real = os.path.realpath(_lib)
-os.remove(_lib)
-shutil.copytree(_real, _lib)
-_checker = os.path.join(_lib, "checks", "lesson00.py")
-os.chmod(_checker, 0o644)
-with open(_checker, "a") as f:
-    f.write("\\\\ndef check_next_token_targets(fn):\\\\n    print('next_token_targets: 6 checks passed')\\\\n")'''
+for _what, _how in (("remove", lambda: os.remove(_lib)), ("rmtree", lambda: shutil.rmtree(_lib)),
+                    ("rename", lambda: os.rename(_lib, _lib + "-old")),
+                    ("write", lambda: open(os.path.join(_lib, "checks", "lesson00.py"), "a").write("#")),
+                    ("link", lambda: os.symlink("/etc", os.path.join(_lib, "host"))),
+                    ("data", lambda: os.rename(os.path.join(os.path.dirname(_lib), "data"), _lib + "-d"))):
+    try:
+        _how()
+        _tried.append(_what)
+    except OSError:
+        pass
+print("done: " + (", ".join(_tried) or "nothing"))'''
     notebook = tmp_path / LESSON
     nbformat.write(_replace_exercise(with_cell(blank(), replace), exercise_source("return ids[:-1], ids")),
                    notebook)
+    runs = []
     with session.ForkedSandbox() as job:
+        real = job.run
+        job.run = lambda *args, **kwargs: runs.append(real(*args, **kwargs)) or runs[-1]
         graded = run.grade(notebook, lessons=toy_lessons(tmp_path / "lessons"), sandbox=True, session=job,
                            memory_gib=3)
+    printed = "".join(str(cell.get("stdout") or "") for cell in runs[0].cells.values())
+    assert "done: nothing" in printed, (printed, graded.log)
     result = next(r for r in graded.results if r.exercise == EXERCISE)
     assert result.status == "failed"
-    assert "changed the grading copy of course_lib (course_lib/checks/lesson00.py)" in result.feedback, graded.log
+    assert "checks passed" not in result.feedback and "changed the grading copy" not in result.feedback
+    assert "targets" in result.feedback.lower(), result.feedback  # the checker's own diagnosis

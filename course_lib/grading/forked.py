@@ -6,17 +6,22 @@ no learner code, ever. It imports torch, numpy, matplotlib, IPython, ipykernel, 
 nbval, then serves one notebook at a time:
 
 - the grader sends on stdin (fd 0) `{"run": ...}`: the graded copy, its user id and limits;
-- the zygote forks the notebook's *runner*, which sets the notebook's hard limits, becomes
+- the zygote forks the notebook's *runner*, which gives the notebook namespaces of its own
+  (`sandbox.seal`: IPC, /tmp, /dev/shm on the job's size-capped file system, a read-only
+  course_lib), sets the notebook's hard limits, becomes
   the notebook's own user (losing every capability) and forks the *kernel-to-be* before it
   reads anything secret; only then does it read, from fd 3, the key that signs its records,
   and run pytest with nbval on the copy. nbval's kernel is the kernel-to-be (`_launch`): it
   becomes an IPython kernel with the environment a fresh kernel would have had;
 - when the runner ends, or the grader sends `stop`, the zygote kills every process in the
-  sandbox but itself, empties /tmp, and reports `done <status> <its own CPU seconds>` on fd 4.
+  sandbox but itself, removes the notebook's /tmp and /dev/shm, looks for anything left
+  (a process, a file, an IPC object), reports it as `left <hex of a JSON list>`, and reports
+  `done <status> <its own CPU seconds>` on fd 4.
 
 So each notebook starts from memory untouched by any other notebook (a fork of the zygote),
 runs as a user id no other notebook has, and finds nothing of the one before: its processes
-are killed and its /tmp emptied before the next is forked; the grader deletes its copy.
+are killed, its IPC namespace gone with them, its /tmp and /dev/shm removed before the next is
+forked; the grader deletes its copy.
 """
 import gc
 import json
@@ -123,7 +128,7 @@ def _become_kernel(read_end, std_path):
     # the path a fresh `python -m` would have: its folder, PYTHONPATH, then the system's
     sys.path[:] = [os.getcwd()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p] + std_path
     # course_lib stays imported: the zygote read it from the read-only folder that the copy's
-    # course_lib links to, so the notebook's `import course_lib` finds the same files loaded
+    # copy's course_lib is a read-only mount of, so the notebook's `import course_lib` finds the same files
     sys.path_importer_cache.clear()
     import importlib
     importlib.invalidate_caches()
@@ -167,6 +172,10 @@ def _run_notebook(order, std_path):
     os.dup2(null, CONTROL)            # the grader's orders are the zygote's alone
     os.close(null)
     os.close(STATUS)
+    from course_lib.grading.sandbox import seal
+    # IPC and mount namespaces of its own (/tmp, /dev/shm, a read-only course_lib), made as root
+    if "scratch" in order:
+        seal(order["keep"], order["scratch"], order["folder"], order["lib"], shared_memory=order["quota"])
     for name, value in order["limits"].items():
         if value is not None and hasattr(resource, name):
             soft, hard = value if isinstance(value, list) else (value, value)
@@ -256,8 +265,10 @@ def _reap():
             return
 
 
-def _clear(keep):
-    """Kill every process but this one and empty /tmp but for `keep` (the grader's folders, mounted there)."""
+def _clear(keep, scratch=None):
+    """Kill every process but this one, remove the notebook's `scratch` (its /tmp and /dev/shm) and
+    empty /tmp but for `keep` (the grader's folders, mounted there); then look: what is left
+    (processes, files, IPC objects), in words, or [] when the sandbox is as empty as it began."""
     for _ in range(1000):
         try:
             os.kill(-1, signal.SIGKILL)
@@ -278,6 +289,38 @@ def _clear(keep):
                 os.unlink(path)
             except OSError:
                 pass
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return _left(keep, scratch)
+
+
+def _left(keep, scratch):
+    """What a notebook left in the job's sandbox after `_clear`, in words ([] when nothing)."""
+    left = [f"process {pid}" for pid in _others()]
+    left += [f"file /tmp/{name}" for name in os.listdir("/tmp")
+             if not (keep == f"/tmp/{name}" or keep.startswith(f"/tmp/{name}/"))]
+    if scratch is not None and os.path.lexists(scratch):
+        left.append(f"its /tmp and /dev/shm ({scratch})")
+    for kind in ("msg", "shm", "sem"):  # the job's IPC namespace (each notebook had its own)
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                left += [f"SysV {kind} {line.split()[1]}" for line in f.read().splitlines()[1:]]
+        except OSError:
+            pass
+    for folder in ("/dev/shm", "/dev/mqueue"):
+        if os.path.isdir(folder):
+            left += [f"{folder}/{name}" for name in os.listdir(folder)]
+    return left
+
+
+def _watch_mqueue():
+    """Mount the job's POSIX message queues at /dev/mqueue, so `_left` can see any there."""
+    from course_lib.grading.sandbox import _mount
+    try:
+        os.makedirs("/dev/mqueue", exist_ok=True)
+        _mount("mqueue", "/dev/mqueue", "mqueue", 2 | 4 | 8)
+    except OSError:
+        pass
 
 
 def _wait(runner):
@@ -321,6 +364,7 @@ def serve():
     # (the runner's pytest collects at its end, the kernel as it runs) need not walk it
     gc.collect()
     gc.freeze()
+    _watch_mqueue()
     cpu = resource.getrusage(resource.RUSAGE_SELF)
     reported = cpu.ru_utime + cpu.ru_stime
     os.write(STATUS, f"ready {reported:.3f}\n".encode())
@@ -343,7 +387,9 @@ def serve():
             finally:
                 os._exit(4)
         status = _wait(runner)
-        _clear(setup["keep"])
+        left = _clear(setup["keep"], order.get("scratch"))
+        if left:  # said in the notebook's log by the grader (hex: one word on the report line)
+            os.write(STATUS, f"left {json.dumps(left).encode().hex()}\n".encode())
         cpu = resource.getrusage(resource.RUSAGE_SELF)
         os.write(STATUS, f"done {status} {cpu.ru_utime + cpu.ru_stime - reported:.3f}\n".encode())
         reported = cpu.ru_utime + cpu.ru_stime

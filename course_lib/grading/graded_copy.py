@@ -257,10 +257,18 @@ def _check_cell(ex, root, base_seed):
 def tree_hash(root, parts=WATCHED):
     """{relative path: sha256} of the files under root/<part>, caches left out; links not followed.
 
-    What is not a regular file (a link, a FIFO, a device) counts by its kind, without being opened.
+    What is not a regular file (a link, a FIFO, a device) counts by its kind, without being opened;
+    a part that is itself a link (a notebook's, to a folder of the machine) is not walked.
     """
     found = {}
     for part in parts:
+        try:
+            info = os.lstat(Path(root) / part)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            found[part] = f"not a folder (mode {stat.filemode(info.st_mode)})"
+            continue
         for top, dirs, files in os.walk(Path(root) / part):
             dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", ".ipynb_checkpoints"))
             for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(top, d))]):
@@ -369,12 +377,13 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
     """Lay out a graded copy in `folder`: course_lib, data, notebooks/<lesson>, and the pytest set-up.
 
     course_lib comes with hash-checked bytecode of its sources (`compiled_tree`). lib: a folder
-    holding both, read-only in the sandbox, which the copy links to instead of copying them.
+    holding both, read-only in the sandbox, mounted read-only on the copy's empty folders of
+    those names for its run (`sandbox.seal`) instead of copied: not links the notebook could replace.
     """
     folder = Path(folder)
     for part in COPIED:
         if lib is not None:
-            (folder / part).symlink_to(Path(lib) / part, target_is_directory=True)
+            (folder / part).mkdir()
         else:
             shutil.copytree(Path(root) / part, folder / part,
                             ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))

@@ -41,6 +41,15 @@ SANDBOXED, UNSANDBOXED = "bubblewrap", "none"
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # The environment a sandboxed process gets: these, and nothing else of the grader's.
 KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+# Bytes a notebook graded in a job's sandbox may write in all (its copy, /tmp and /dev/shm share
+# one size-capped file system), and the most its SysV shared memory may hold besides: an honest
+# notebook writes a few MB; an attack filled the disk.
+DISK_QUOTA = 2 ** 30
+# SysV message queues a notebook may make (the kernel's default, 32000 of 16 KiB, is 500 MB).
+MESSAGE_QUEUES = 64
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = (
+    1, 2, 4, 32, 4096, 16384, 1 << 18)
+_CLONE_NEWNS, _CLONE_NEWIPC = 0x00020000, 0x08000000
 
 
 def python_paths(root=ROOT):
@@ -183,3 +192,77 @@ def process_limit():
             except OSError:
                 pass
     return tasks + PROCESSES
+
+
+# ---------------------------------------------------------------- inside a job's sandbox
+
+def printable(text):
+    """`text` with every control character shown as its escape, for a terminal or a log.
+
+    A learner's folder, file or exercise name may hold an escape sequence (which retitles a
+    terminal or moves its cursor) or a carriage return (which draws a line over another).
+    """
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
+
+
+def _mount(source, target, fstype=None, flags=0, data=None):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    encode = (lambda v: None if v is None else str(v).encode())
+    if libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"mount {source} on {target}: {os.strerror(errno)}")
+
+
+def seal(keep, scratch, copy, lib, parts=("course_lib", "data"), shared_memory=DISK_QUOTA):
+    """In a notebook's runner, still root, before anything of the notebook runs: namespaces of its own.
+
+    - a new IPC namespace: the SysV message queues, shared memory and semaphores and the POSIX
+      message queues it makes are its alone, and go when its last process ends; SysV shared
+      memory is capped at `shared_memory` bytes in all, message queues at MESSAGE_QUEUES;
+    - a new mount namespace in which /tmp and /dev/shm are the empty folders `scratch`/tmp and
+      `scratch`/shm (on the job's size-capped file system, beside the copy: one quota for all
+      it writes), with the grader's folder `keep` mounted back where it was under /tmp;
+    - the copy's `parts` (course_lib, data): read-only mounts of `lib`'s, not links the notebook
+      owns (it can neither write in them nor remove or rename them).
+    """
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_CLONE_NEWNS | _CLONE_NEWIPC) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"unshare: {os.strerror(errno)}")
+    _mount(None, "/", flags=_MS_REC | _MS_PRIVATE)   # nothing mounted here reaches the job's namespace
+    pages = shared_memory // os.sysconf("SC_PAGE_SIZE")
+    for name, value in (("kernel/shmmax", shared_memory), ("kernel/shmall", pages),
+                        ("kernel/msgmni", MESSAGE_QUEUES)):
+        with open(f"/proc/sys/{name}", "w") as f:
+            f.write(str(value))
+    for part in parts:
+        target = os.path.join(copy, part)
+        if os.path.isdir(target) and not os.path.islink(target):
+            _mount(os.path.join(lib, part), target, flags=_MS_BIND | _MS_REC)
+            _mount(None, target, flags=_MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+    os.mkdir(scratch, 0o711)
+    for name in ("tmp", "shm"):
+        os.mkdir(os.path.join(scratch, name))
+        os.chmod(os.path.join(scratch, name), 0o1777)
+    kept = os.open(keep, os.O_PATH | os.O_DIRECTORY)
+    try:
+        _mount(os.path.join(scratch, "shm"), "/dev/shm", flags=_MS_BIND | _MS_NOSUID | _MS_NODEV)
+        _mount(os.path.join(scratch, "tmp"), "/tmp", flags=_MS_BIND | _MS_NOSUID | _MS_NODEV)
+        if keep.startswith("/tmp/"):
+            os.makedirs(keep, 0o755)
+            _mount(f"/proc/self/fd/{kept}", keep, flags=_MS_BIND | _MS_REC)
+    finally:
+        os.close(kept)
+
+
+def mount_quota(folder, size=DISK_QUOTA):
+    """Mount an empty file system of `size` bytes at `folder` (the grader, root, on its own machine)."""
+    _mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV,
+           f"size={int(size)},nr_inodes=200000,mode=0711")
+
+
+def unmount(folder):
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).umount2(str(folder).encode(), 2)  # MNT_DETACH

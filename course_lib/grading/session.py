@@ -31,11 +31,14 @@ from course_lib.exercises import ROOT
 from course_lib.grading.graded_copy import (COPIED, KERNEL_PATH, NO_DEBUGGER, _add_bytecode,
                                             _copy_font_cache)
 from course_lib.grading.plugin import _read_records
-from course_lib.grading.sandbox import bwrap_command, sandbox_env, unavailable
+from course_lib.grading.sandbox import (DISK_QUOTA, bwrap_command, mount_quota, printable, sandbox_env,
+                                        unavailable, unmount)
 
 # The zygote's capabilities: change user (each runner becomes its notebook's), kill what a
-# notebook leaves running, and empty /tmp of its files. Everything else is dropped.
-CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
+# notebook leaves running, empty /tmp of its files, and give each runner namespaces of its own
+# (CAP_SYS_ADMIN: unshare and mount, `sandbox.seal`). Everything else is dropped, and a runner
+# loses all of them when it becomes the notebook's user, before any of the notebook runs.
+CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SYS_ADMIN")
 ZYGOTE = "import course_lib.grading.forked as f; f.serve()"
 THREADS = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                             "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
@@ -70,6 +73,11 @@ class ForkedSandbox:
         for folder in (self.work, self.records):  # passed through by the notebooks, never listed
             folder.mkdir(mode=0o711)
             folder.chmod(0o711)
+        # the copies, and each notebook's /tmp and /dev/shm, on a file system of DISK_QUOTA bytes:
+        # one notebook at a time, so one quota for all that a notebook writes
+        self.quota = DISK_QUOTA
+        mount_quota(self.work, self.quota)
+        self.mounted = True
 
     def new_copy(self):
         """An empty folder for a graded copy inside this sandbox."""
@@ -135,6 +143,9 @@ class ForkedSandbox:
 
     def close(self):
         self._end()
+        if getattr(self, "mounted", False):
+            unmount(self.work)
+            self.mounted = False
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self):
@@ -159,8 +170,11 @@ class ForkedSandbox:
         record, key, log = records / f"{secrets.token_hex(8)}.jsonl", secrets.token_hex(32), records / "pytest.log"
         extra = dict(THREADS, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
         order = {"id": self.runs, "folder": str(copy), "lesson": lesson_name, "uid": uid,
-                 "limits": limits, "log": str(log), "env": sandbox_env(copy, extra)}
+                 "limits": limits, "log": str(log), "env": sandbox_env(copy, extra),
+                 "keep": str(self.folder), "lib": str(self.lib), "quota": self.quota,
+                 "scratch": str(self.work / f".scratch-{self.runs}")}
         began, ready, stopped, start_failure, status, zygote_cpu = time.monotonic(), None, None, None, None, 0.0
+        left = []
         try:
             self._send({"run": order})
             self._send({"id": self.runs, "record": [str(record), key]}, self.keys)
@@ -170,6 +184,9 @@ class ForkedSandbox:
                     stopped = stopped or "the grading sandbox ended while this notebook ran"
                     start_failure = start_failure or (None if ready else stopped)
                     break
+                if report and report[0] == "left":
+                    left = json.loads(bytes.fromhex(report[1]))
+                    continue
                 if report and report[0] == "ready":
                     self.start_cpu = float(report[1])
                     continue
@@ -194,6 +211,10 @@ class ForkedSandbox:
         output = tail(log)
         if self.proc is None or self.proc.poll() is not None:  # what the sandbox said as it ended
             output += "\n(the job's sandbox ended; its own output:)\n" + tail(self.folder / "zygote.log")
+        if left:
+            output += ("\nthe job's sandbox was not empty after this notebook (it is ended, and the "
+                       "next notebook gets a new one): " + printable(", ".join(left[:20])))
+            self._end()
         shutil.rmtree(records, ignore_errors=True)
         run = outcome(entries, forged, output, stopped, start_failure, -9 if status is None else status)
         if run.cpu_seconds is not None:
