@@ -22,30 +22,88 @@ endif
 # CPU run, which a GPU's need not match digit for digit (docs/benchmarks.md, "The GPU").
 CORES := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 WORKERS ?= $(shell echo $$(( $(CORES) + 1 )))
-PYTEST := OMP_NUM_THREADS=1 COURSE_DEVICE=cpu $(PYTHON) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env \
+pytest_with = OMP_NUM_THREADS=1 COURSE_DEVICE=cpu $(1) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env \
 	--nbval-kernel-startup-timeout=300
+PYTEST := $(call pytest_with,$(PYTHON))
 
-.PHONY: setup lab test test-load test-browser exercises notebooks grade
+.PHONY: setup lab test test-load test-browser exercises notebooks grade lock test-latest
 
-# Installs once per environment: the stamp file in it is newer than requirements.txt and
-# pyproject.toml until either changes (delete it to install again). uv (from PyPI, into the
-# same environment) installs what requirements.txt lists: the same versions pip picks, in about
-# a quarter of pip's time (docs/run-times.md, "Sixth pass"); where uv cannot be installed, pip
-# does it. Either keeps a torch that is already installed and satisfies requirements.txt.
+# Installs once per environment: the stamp file in it is newer than requirements-lock.txt,
+# requirements.txt and pyproject.toml until one changes (delete it to install again).
+# requirements.txt says what the course needs, as ranges (what a JupyterHub image or Binder
+# installs); requirements-lock.txt pins every package in those ranges, for Linux and macOS, at
+# the version the tests last passed with (`make lock` writes it). Setup installs requirements.txt
+# with the lock as constraints: a pin applies only to a package that something needs, so the CUDA
+# packages of PyPI's torch stay out where a CPU build of torch is installed. A torch already
+# installed at another version is kept (README: a CPU build first); where the locked versions
+# cannot be installed (a Python older than the lock's, an Intel Mac), setup says so and installs
+# the newest versions requirements.txt allows, which no test has run. uv (pinned by the lock, into
+# the same environment) installs, in about a quarter of pip's time (docs/maintainers.md); where
+# uv cannot be installed, pip does it.
 STAMP := $(or $(VIRTUAL_ENV),$(CONDA_PREFIX),.venv)/.course-installed
 setup: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements-lock.txt requirements.txt pyproject.toml
 	@test -x $(PYTHON) || command -v $(PYTHON) >/dev/null || python3 -m venv .venv
-	@if $(PYTHON) -m pip install --quiet uv; then \
+	@if $(PYTHON) -m pip install --quiet -c requirements-lock.txt uv; then \
 		install="$(PYTHON) -m uv pip install --quiet --python $(PYTHON) --compile-bytecode"; \
 	else \
 		echo "setup: uv could not be installed; pip installs instead (slower)"; \
 		$(PYTHON) -m pip install --quiet --upgrade pip; \
 		install="$(PYTHON) -m pip install --quiet"; \
 	fi; \
-	set -x; $$install -r requirements.txt && $$install --no-deps -e .
+	pins=requirements-lock.txt; \
+	torch=$$($(PYTHON) -c "import importlib.metadata as m; print(m.version('torch').split('+')[0])" 2>/dev/null); \
+	locked=$$(sed -n 's/^torch==\([^ ;]*\).*/\1/p' requirements-lock.txt); \
+	if [ -n "$$torch" ] && [ "$$torch" != "$$locked" ]; then \
+		echo "setup: keeping the torch $$torch installed here (the tests ran with torch $$locked)"; \
+		pins=$(dir $(STAMP)).course-lock-without-torch.txt; grep -v '^torch==' requirements-lock.txt >$$pins; \
+	fi; \
+	set -x; \
+	{ $$install -r requirements.txt -c $$pins || { set +x; \
+		echo "setup: the locked versions ($$pins) do not install here (why: above); installing the newest"; \
+		echo "setup: versions requirements.txt allows instead, a set no test has run"; set -x; \
+		$$install -r requirements.txt; }; } && $$install --no-deps -e .
 	@touch $@
+
+# Maintainers: pin requirements-lock.txt at the versions installed in an environment whose tests
+# passed (this one; LOCK_FROM=.venv-latest after `make test-latest` passed), resolved for Linux
+# and macOS (and Windows) and every Python from LOCK_PYTHON_MIN up (the oldest that those
+# versions support). The CUDA packages of PyPI's torch are pinned as torch itself pins them. uv
+# and the browser test's playwright are pinned too: setup installs uv, .ci/run playwright.
+LOCK_FROM ?= $(or $(VIRTUAL_ENV),$(CONDA_PREFIX),.venv)
+LOCK_PYTHON_MIN ?= 3.11.5
+lock:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(LOCK_FROM)/bin/python -m uv pip freeze --python $(LOCK_FROM)/bin/python --exclude-editable \
+		| sed -E 's/\+[^ ;]+$$//' | grep -v -E '^(pip)==' >$$tmp/tested.txt && \
+	printf 'uv\nplaywright\n' >$$tmp/tools.in && \
+	$(LOCK_FROM)/bin/python -m uv pip compile --quiet --universal --python-version $(LOCK_PYTHON_MIN) --no-annotate \
+		--custom-compile-command "make lock" -c $$tmp/tested.txt \
+		-o requirements-lock.txt requirements.txt $$tmp/tools.in
+	@echo "lock: requirements-lock.txt pins $$(grep -c '==' requirements-lock.txt) packages"
+
+# Maintainers: the tests on the newest versions that requirements.txt allows, in an environment of
+# their own made anew (.venv-latest), so that a release that breaks the course shows here before a
+# learner installs it; it prints where those versions differ from the lock. Not part of CI's run.
+# torch is installed first, by pip, so that a CPU build pip's configuration offers is used
+# (TORCH_INDEX=https://download.pytorch.org/whl/cpu asks PyTorch's CPU builds; on Linux, PyPI's
+# torch brings several GB of CUDA libraries); LATEST_TORCH=torch==2.13.0 holds torch back,
+# LATEST_TESTS=tests/test_attention.py runs fewer tests. After it passes, `make lock
+# LOCK_FROM=.venv-latest` moves the lock to these versions.
+LATEST := .venv-latest
+LATEST_TORCH ?= $(shell sed -n 's/^\(torch[^ #]*\).*/\1/p' requirements.txt)
+LATEST_TESTS ?= tests notebooks
+test-latest:
+	rm -rf $(LATEST) && python3 -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade uv "$(LATEST_TORCH)" \
+		$(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(LATEST)/bin/python -m uv pip install --quiet --python $(LATEST)/bin/python -r requirements.txt
+	$(LATEST)/bin/python -m uv pip install --quiet --python $(LATEST)/bin/python --no-deps -e .
+	@echo "test-latest: where these versions differ from requirements-lock.txt (- the newest, + the lock's):"
+	@$(LATEST)/bin/python -m uv pip install --dry-run --python $(LATEST)/bin/python \
+		-r requirements.txt -c requirements-lock.txt 2>&1 | grep -E '^ [-+] ' || echo "  (none)"
+	COURSE_LATEST=1 $(call pytest_with,$(LATEST)/bin/python) $(LATEST_TESTS)
 
 # Jupyter refuses to run as root unless told; containers often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
