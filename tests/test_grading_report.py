@@ -84,7 +84,7 @@ def test_pairs_to_look_at_are_listed_with_what_is_usual(tmp_path):
     html = report.write_report(generated_class(), tmp_path).read_text(encoding="utf-8")
     section = html[html.index("Similar submissions"):]
     assert "ada and &lt;b&gt;bob&lt;/b&gt;" in section and "cy and dee" not in section
-    assert "never a penalty" in section and "what is usual in this class" in section
+    assert "never a penalty" in section and "no one else's hand-in changes it" in section
 
 
 def test_a_first_failure_drops_what_every_row_of_its_exercise_says():
@@ -92,3 +92,28 @@ def test_a_first_failure_drops_what_every_row_of_its_exercise_says():
         "targets equal inputs"
     assert report.failure_line("NotImplementedError: Exercise 'f': write your solution here") == \
         "NotImplementedError: write your solution here"
+
+
+def test_the_report_opens_with_each_learner_those_behind_first(tmp_path):
+    rows = generated_class()
+    stub = "NotImplementedError: Exercise 'softmax': write your solution here"
+    for r in rows:   # learner11 handed lesson 01 in blank: every exercise the stub
+        if r["learner"] == "learner11" and r["lesson"] == "01_attention_by_hand":
+            r.update(status="failed", points="0", feedback=stub)
+        if r["learner"] == "learner04" and r["exercise"] == "attention":
+            r.update(status="failed", points="0", feedback="a hint")
+    rows.append(dict(learner="learner11", lesson="01_attention_by_hand", exercise="01-scale", points="0",
+                     max_points="1", status="not answered", feedback="", cpu_seconds="4"))
+    people = {p["learner"]: p for p in report.learner_stats(rows)}
+    assert people["learner11"]["not_attempted"] == ["01_attention_by_hand"] and people["learner11"]["behind"]
+    assert people["learner00"]["missing"] == ["00_start_here"] and people["learner00"]["behind"]
+    assert people["learner05"]["passed"] == 2 and not people["learner05"]["behind"]   # 2 of 3 passed
+    assert people["learner04"]["passed"] == 1 and people["learner04"]["behind"]       # 1 of 3: under half
+    html = report.render(rows)
+    table = html[html.index("Each learner"):html.index("Go over these")]
+    order = re.findall(r"<tr><td>(?:<b>)?(learner\d+)", table)
+    assert order[:4] == ["learner00", "learner01", "learner04", "learner11"] and order[-1] == "learner10"
+    assert "<b>learner11</b> (behind)" in table
+    # a blank hand-in is not attempted, not a hand-in that failed: softmax's pass share among the 11
+    softmax = next(s for s in report.exercise_stats(rows) if s["exercise"] == "softmax")
+    assert (softmax["handed_in"], softmax["counts"]["not attempted"], softmax["counts"]["passed"]) == (11, 1, 2)

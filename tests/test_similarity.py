@@ -108,13 +108,27 @@ def test_a_copy_under_other_names_comments_and_order_is_the_top_pair(tmp_path):
     assert written[0]["learner_a"] == "ada" and list(written[0]) == similarity.COLUMNS
 
 
-def test_a_solution_the_whole_class_shares_counts_for_nothing(tmp_path):
-    """Short exercises have few right answers: everyone writing ada's code is no sign of copying."""
-    folder, rows = _class(tmp_path, {name: ADA for name in ("ada", "bob", "cy", "dee")})
+def test_the_flag_depends_on_the_pair_alone_not_on_who_else_resubmitted(tmp_path):
+    """A classmate handing in ada's code too (or something else) leaves ada and bob's mark as it was."""
+    marks, shared = [], []
+    for cy in (CY, ADA, {}):
+        folder, rows = _class(tmp_path / str(len(marks)), {"ada": ADA, "bob": BOB, "cy": cy, "dee": DEE})
+        (tmp_path / str(len(marks)) / "out").mkdir()
+        found = similarity.write_similarity(rows, tmp_path / str(len(marks)) / "out", folder)
+        pair = next(p for p in found if (p["learner_a"], p["learner_b"]) == ("ada", "bob"))
+        marks.append((pair["look_at"], pair["score"], pair["matching"]))
+        shared.append(pair["shared_by"])
+    assert marks[0] == marks[1] == marks[2] == ("yes", "1.00", "text_to_ids; next_token_targets; next_byte_loss")
+    # how many wrote it is said beside it, for the instructor to weigh
+    assert "next_byte_loss: 2 of 4" in shared[0] and "next_byte_loss: 3 of 4" in shared[1]
+
+
+def test_an_edit_of_the_lessons_own_answer_is_not_compared(tmp_path):
+    """What solution() shows every learner, renamed or reordered, is no one's own code."""
+    edited = {e: "# my version\n" + _lesson_solution(e) for e in ADA}
+    folder, rows = _class(tmp_path, {"ada": edited, "bob": edited, "cy": edited})
     (tmp_path / "out").mkdir()
-    found = similarity.write_similarity(rows, tmp_path / "out", folder)
-    assert len(found) == 6 and all(float(p["score"]) == 0 and not p["look_at"] for p in found)
-    assert all("4 of 4" in p["shared_by"] for p in found)
+    assert similarity.write_similarity(rows, tmp_path / "out", folder) == []
 
 
 def _lesson_solution(name):

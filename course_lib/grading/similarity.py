@@ -1,7 +1,7 @@
 """Similar submissions: pairs of learners whose exercise code is nearly the same, for the instructor to look at.
 
 Never a penalty: two learners may share a solution honestly, and short exercises have few
-right answers. So each pair is scored per lesson against what is usual in the class:
+right answers. Each pair is scored per lesson, from the pair's own code and the lesson's:
 
 - A learner's code for an exercise is the cell of their notebook that (last) defines the
   exercise's function, read as data from the submitted file (never run).
@@ -12,16 +12,19 @@ right answers. So each pair is scored per lesson against what is usual in the cl
   the lesson's own stub cell. Code equal to the stub or to the lesson's reference answer
   (which `solution()` shows every learner) is left out.
 - Two learners match on an exercise when the Jaccard index of their shingles is at least
-  MATCH. A match counts by how rare it is: w = ln(n / m) / ln(n / 2), where n learners answered
-  the exercise and m of them match either of the two (the pair included); w is 1 when only the
-  pair wrote it and 0 when everyone did. It is unknown (nothing to compare with) when n < 3.
-- A pair's score for a lesson is the mean, over the exercises both answered, of w times the
-  Jaccard index of each matching exercise (0 for the others). A pair is marked to look at when
-  its score is at least LOOK and at least two exercises match (one, in a lesson of one).
+  MATCH. Code within MATCH of the lesson's own answer (an edit of what `solution()` shows) is
+  left out too.
+- A pair's score for a lesson is the mean, over the exercises both answered, of the Jaccard
+  index of each matching exercise (0 for the others). A pair is marked to look at when its
+  score is at least LOOK and at least two exercises match (one, in a lesson of one). The
+  score and the mark depend only on the pair's code and the lesson's answer, never on who
+  else handed in what: a classmate's resubmission cannot make a copied pair disappear.
+- `shared_by` says, for each matching exercise, how many of the learners who answered it
+  wrote that code (m of n): many honest learners write a short exercise the same way, so a
+  match that many share is worth less of your time. It informs; it changes no score.
 """
 import ast
 import itertools
-import math
 from pathlib import Path
 
 import nbformat
@@ -145,7 +148,8 @@ def defining_cell(nb, name):
 
 
 def _lesson_forms(lesson_path, root):
-    """{exercise: (stub shingles, {canonical dumps left out: the stub's and the reference's})}."""
+    """{exercise: (stub shingles, {canonical dumps left out: the stub's and the reference's},
+    the reference's shingles less the stub's)}."""
     solved = nbformat.read(lesson_path, as_version=4)
     blank = nbformat.read(Path(root) / "exercises" / Path(lesson_path).name, as_version=4)
     forms = {}
@@ -153,7 +157,8 @@ def _lesson_forms(lesson_path, root):
         stub = defining_cell(blank, name) or ""
         stub_tree, ref_tree = normalised(stub), normalised(solved.cells[i].source)
         skip = {ast.dump(t) for t in (stub_tree, ref_tree) if t is not None}
-        forms[name] = (shingles(stub_tree) if stub_tree else set(), skip)
+        stub_shingles = shingles(stub_tree) if stub_tree else set()
+        forms[name] = (stub_shingles, skip, (shingles(ref_tree) - stub_shingles) if ref_tree else set())
     return forms
 
 
@@ -181,11 +186,13 @@ def learner_code(folder, rows, lessons=LESSONS, root=ROOT):
             continue
         if lesson not in forms:
             forms[lesson] = _lesson_forms(index[path.name], root)
-        for name, (stub, skip) in forms[lesson].items():
+        for name, (stub, skip, reference) in forms[lesson].items():
             try:
                 source = defining_cell(nb, name)
                 tree = normalised(source) if source else None
                 own = shingles(tree) - stub if tree is not None and ast.dump(tree) not in skip else None
+                if own and reference and jaccard(own, reference) >= MATCH:
+                    own = None   # an edit of the lesson's own answer
             except (RecursionError, MemoryError, ValueError, TypeError):  # a cell too odd to compare
                 own = None
             if own:
@@ -201,34 +208,27 @@ def pairs(code):
     """One dict per (lesson, pair of learners) that match on at least one exercise, best first."""
     found = []
     for lesson, by_exercise in sorted(code.items()):
-        sim = {e: {(a, b): jaccard(s[a], s[b]) for a, b in itertools.combinations(sorted(s), 2)}
-               for e, s in by_exercise.items()}
         learners = sorted({l for s in by_exercise.values() for l in s})
         for a, b in itertools.combinations(learners, 2):
             compared = [e for e, s in by_exercise.items() if a in s and b in s]
             total, matching, shared = 0.0, [], []
             for e in compared:
-                j = sim[e][a, b]
+                s = by_exercise[e]
+                j = jaccard(s[a], s[b])
                 if j < MATCH:
                     continue
-                n = len(by_exercise[e])
-                near = {l for l in by_exercise[e] if l in (a, b)
-                        or max(sim[e].get(tuple(sorted((a, l))), 0), sim[e].get(tuple(sorted((b, l))), 0)) >= MATCH}
+                near = {l for l in s if l in (a, b) or max(jaccard(s[a], s[l]), jaccard(s[b], s[l])) >= MATCH}
                 matching.append(e)
-                shared.append(f"{e}: {len(near)} of {n}")
-                if n >= 3:
-                    total += j * math.log(n / len(near)) / math.log(n / 2)
+                shared.append(f"{e}: {len(near)} of {len(s)}")
+                total += j
             if not matching:
                 continue
-            known = all(len(by_exercise[e]) >= 3 for e in matching)
             score = total / len(compared)
-            look = known and score >= LOOK and len(matching) >= min(2, len(compared))
-            found.append(dict(lesson=lesson, learner_a=a, learner_b=b,
-                              score=f"{score:.2f}" if known else "",
+            look = score >= LOOK and len(matching) >= min(2, len(compared))
+            found.append(dict(lesson=lesson, learner_a=a, learner_b=b, score=f"{score:.2f}",
                               look_at="yes" if look else "", matching="; ".join(matching),
                               compared=len(compared), shared_by="; ".join(shared)))
-    return sorted(found, key=lambda p: (-(float(p["score"]) if p["score"] else -1), p["lesson"],
-                                        p["learner_a"], p["learner_b"]))
+    return sorted(found, key=lambda p: (-float(p["score"]), p["lesson"], p["learner_a"], p["learner_b"]))
 
 
 def write_similarity(rows, out, folder, *, lessons=LESSONS, root=ROOT):
