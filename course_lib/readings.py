@@ -18,7 +18,7 @@ def _positive(name, value):
     return float(value)
 
 
-def times(ratio):
+def ratio_words(ratio):
     """A ratio as words for "took ___ the time": "about the same as", "1.5 times", "0.74 times"."""
     ratio = _positive("ratio", ratio)
     if 0.9 <= ratio <= 1.1:

@@ -11,13 +11,13 @@ NO_BF16 = dict(peaks=[12.9e9, 13.0e9, 13.7e9], bandwidth=3.1e9, attention=32.5e9
 WITH_BF16 = dict(peaks=[85.7e9, 64.5e9, 80.0e9], bandwidth=3.8e9, attention=40.0e9)
 
 
-def test_times_says_about_the_same_only_within_a_tenth():
-    assert readings.times(1.0) == readings.times(1.09) == "about the same as"
-    assert readings.times(1.54) == "1.5 times"           # lesson 09's prefill, 727 / 472 ms
-    assert readings.times(0.74) == "0.74 times"
-    assert readings.times(1.2) == "1.2 times"
+def test_ratio_words_says_about_the_same_only_within_a_tenth():
+    assert readings.ratio_words(1.0) == readings.ratio_words(1.09) == "about the same as"
+    assert readings.ratio_words(1.54) == "1.5 times"           # lesson 09's prefill, 727 / 472 ms
+    assert readings.ratio_words(0.74) == "0.74 times"
+    assert readings.ratio_words(1.2) == "1.2 times"
     with pytest.raises(ValueError, match="positive finite number, got 0"):
-        readings.times(0)
+        readings.ratio_words(0)
 
 
 @pytest.mark.parametrize("part, whole, words", [
