@@ -218,3 +218,188 @@ def test_nothing_of_the_attacks_reaches_the_grader_machine(attacked_class):
     assert attacked_class["host_after"] == attacked_class["host_before"]
     job = attacked_class["jobs"][0]
     assert not job.folder.exists()  # the job's folder, and the quota's file system in it, are gone
+
+
+# ---------------------------------------------------------------- what the grader reads of a copy
+
+def _host_folder(tmp_path):
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "host-secret-name.txt").write_text("the instructor's")
+    return host
+
+
+def test_the_grader_does_not_walk_a_link_swapped_for_the_copys_course_lib(tmp_path):
+    """tree_hash counts a course_lib that is a link by its kind, without walking where it points."""
+    host, copy_root = _host_folder(tmp_path), tmp_path / "copy"
+    (copy_root / "course_lib").mkdir(parents=True)
+    (copy_root / "course_lib" / "attention.py").write_text("x = 1\n")
+    before = graded_copy.tree_hash(copy_root, ("course_lib",))
+    (copy_root / "course_lib" / "attention.py").unlink()
+    (copy_root / "course_lib").rmdir()
+    (copy_root / "course_lib").symlink_to(host, target_is_directory=True)
+    after = graded_copy.tree_hash(copy_root, ("course_lib",))
+    assert list(after) == ["course_lib"] and after["course_lib"].startswith("not a folder (mode l")
+    assert graded_copy.changed(before, after) == ["course_lib", "course_lib/attention.py"]
+    assert "host-secret-name" not in json.dumps(after)
+
+
+def test_a_notebook_that_swaps_its_course_lib_for_a_link_is_failed_without_naming_a_host_file(tmp_path):
+    """Graded without a sandbox (where nothing stops the swap), the grader says the copy's course_lib
+    changed and names no file of the folder the link points to."""
+    host = _host_folder(tmp_path)
+    swap = f'''\
+import os, shutil
+_lib = os.path.join(os.path.dirname(os.getcwd()), "course_lib")
+shutil.rmtree(_lib)
+os.symlink({str(host)!r}, _lib)'''
+    notebook = tmp_path / LESSON
+    nbformat.write(_replace_exercise(with_cell(blank(), swap, before_exercise=False),
+                                     exercise_source("return ids[:-1], ids[1:]")), notebook)
+    graded = run.grade(notebook, lessons=toy_lessons(tmp_path / "lessons"), sandbox=False, memory_gib=3)
+    result = next(r for r in graded.results if r.exercise == EXERCISE)
+    assert result.status == "failed" and "changed the grading copy of course_lib (course_lib" in result.feedback, \
+        (result, graded.log)
+    assert "host-secret-name" not in result.feedback + graded.log
+
+
+def test_a_link_to_a_huge_file_is_refused_with_a_reason_and_never_read(tmp_path):
+    huge = tmp_path / "huge"
+    with open(huge, "wb") as f:
+        f.truncate(64 * 2 ** 30)  # sparse: 64 GiB that no disk holds
+    link = tmp_path / "record.json"
+    link.symlink_to(huge)
+    with pytest.raises(ValueError, match="it is a symbolic link"):
+        graded_copy.read_regular(link, 2 ** 20)
+    with pytest.raises(ValueError, match=r"it is 65536 MB, over the 1 MB limit"):
+        graded_copy.read_regular(huge, 2 ** 20)
+    (tmp_path / "course_lib").mkdir()
+    (tmp_path / "course_lib" / "big.py").symlink_to(huge)
+    assert graded_copy.tree_hash(tmp_path, ("course_lib",)) == {
+        "course_lib/big.py": "not a regular file (mode lrwxrwxrwx)"}
+
+
+# ---------------------------------------------------------------- names are text
+
+EVIL = "evil\x1b]0;owned\x07\r[9:9] zoe: 10 of 10 points\x1b[2J"
+
+
+def test_control_characters_in_a_learners_names_are_escaped_in_the_output_and_the_log(tmp_path, capsys):
+    folder, out = tmp_path / "class", tmp_path / "grades"
+    (folder / EVIL).mkdir(parents=True)
+    (folder / EVIL / LESSON).write_text("{ not json")          # refused, so it goes to grading.log
+    (folder / EVIL / "notes\x1b[31m.ipynb").write_text("{}")    # a file no lesson is named
+    lines = []
+    gradebook.grade_class(folder, out, jobs=1, log=lines.append, html=False, sandbox=False,
+                          lessons=toy_lessons(tmp_path / "lessons"))
+    log = (out / "grading.log").read_text(encoding="utf-8")
+    shown = "\n".join(lines)
+    for text in (shown, log):
+        assert not set(text) & {"\x1b", "\x07", "\r"}, text
+    assert r"evil\x1b]0;owned\x07\r[9:9] zoe: 10 of 10 points\x1b[2J" in shown
+    assert r"evil\x1b]0;owned\x07\r[9:9]" in log
+    from course_lib.grading import cli
+    cli.main([str(folder / EVIL / "notes\x1b[31m.ipynb")])
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and r"notes\x1b[31m.ipynb" in printed, printed
+
+
+def test_printable_escapes_every_control_character_and_keeps_text():
+    assert sandbox.printable("a\tb\nc\x7f\x9b\u202eé") == r"a\tb\nc\x7f\x9b\u202eé"
+    assert sandbox.printable("one\ntwo\r", lines=True) == "one\ntwo\\r"
+
+
+# ---------------------------------------------------------------- the course's own source as an answer
+
+def _lesson_01(**cells):
+    """Lesson 01's exercise notebook answered with the reference, its softmax cell replaced by `softmax`."""
+    from answers import REFERENCE
+    from notebook_tools import ROOT, fill, read
+    nb = fill(read(ROOT / "exercises" / "01_attention_by_hand.ipynb"), REFERENCE)
+    index = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "def softmax(" in c.source)
+    nb.cells[index].source = cells["softmax"]
+    return nb
+
+
+def _pasted_softmax():
+    """course_lib.attention.softmax as a learner would paste it: locals and arguments renamed,
+    docstring dropped, a comment added."""
+    import ast
+    import inspect
+
+    from course_lib import attention
+    tree = ast.parse(inspect.getsource(attention.softmax))
+    function = tree.body[0]
+    function.body = function.body[1:]   # the docstring
+    renamed = {a.arg for a in function.args.args} | {
+        n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and node.id in renamed:
+            node.id += "_mine"
+        elif isinstance(node, ast.arg):
+            node.arg += "_mine"
+    return "# my own softmax\n" + ast.unparse(tree)
+
+
+@pytest.mark.parametrize("source, reason", [
+    ("import inspect, course_lib.attention\nexec(inspect.getsource(course_lib.attention.softmax))",
+     "it runs the course's own source of course_lib.attention.softmax (exec of inspect.getsource)"),
+    ("from inspect import getsource\nfrom course_lib import attention as A\n"
+     "exec(getsource(A.softmax).replace('def softmax', 'def _theirs'))\n\n\n"
+     "def softmax(x, axis=-1):\n    return _theirs(x, axis)",
+     "it runs the course's own source of course_lib.attention.softmax (exec of inspect.getsource)"),
+    (None, "its softmax is a copy of the course's own course_lib.attention.softmax"),
+    ("wrapper", "its softmax calls _helper, which is a copy of the course's own course_lib.attention.softmax"),
+])
+def test_the_courses_own_source_pasted_or_execd_gets_no_credit_with_the_reason(source, reason):
+    from course_lib.grading.verdicts import Result
+    if source is None:
+        source = _pasted_softmax()
+    elif source == "wrapper":
+        source = (_pasted_softmax().replace("def softmax(", "def _helper(")
+                  + "\n\n\ndef softmax(x, axis=-1):\n    return _helper(x, axis)")
+    nb = _lesson_01(softmax=source)
+    assert borrowed.copied(nb, "softmax") == reason
+    (result,) = borrowed.no_credit([Result("softmax", "passed", "softmax: 9 checks passed", 1, 1)], nb)
+    assert (result.status, result.points) == ("failed", 0)
+    assert result.feedback == f"no credit: {reason} (the implementation this exercise asks you to write); " \
+                              f"write it yourself"
+
+
+def test_the_lessons_own_answers_and_short_course_functions_are_not_called_copies():
+    """Every lesson's solution (which solution() shows), and the tests' reference answers, are the
+    learners' to write the way the lesson does; a course function under COPY_NODES nodes may be
+    written the same way by anyone, so a copy of it is not named."""
+    from answers import REFERENCE
+    from notebook_tools import LESSONS, ROOT, fill, read
+    from course_lib.exercises import exercises
+    for path in LESSONS:
+        for nb in (read(path), fill(read(ROOT / "exercises" / path.name), REFERENCE)):
+            for name, _, _ in exercises(nb):
+                assert borrowed.copied(nb, name) is None, (path.name, name)
+    import inspect
+
+    from course_lib import costs
+    short = inspect.getsource(costs.count_params)
+    assert sum(1 for _ in __import__("ast").walk(__import__("ast").parse(short))) < borrowed.COPY_NODES + 2
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(short)])
+    assert borrowed.copied(nb, "count_params") is None
+
+
+# ---------------------------------------------------------------- the environment through a link
+
+@pytest.mark.skipif(sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}")
+def test_a_virtual_environment_reached_through_a_link_runs_in_the_sandbox(tmp_path):
+    """A `.venv` that is a link: its Python, run by that path, is found in the sandbox (the link is
+    made there again), where it once failed with 'are user namespaces allowed?'."""
+    import subprocess
+    import sys
+    link = tmp_path / "venv-link"
+    link.symlink_to(os.path.realpath(sys.prefix), target_is_directory=True)
+    code = ("import sys; from course_lib.grading import sandbox; "
+            "print(sys.prefix); print(sandbox.python_links()); print(sandbox.unavailable())")
+    done = subprocess.run([str(link / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                          cwd=sandbox.ROOT, timeout=120)
+    prefix, links, why = done.stdout.splitlines()[-3:]
+    assert prefix == str(link) and str(link) in links, done.stdout + done.stderr
+    assert why == "None", done.stdout + done.stderr

@@ -33,7 +33,7 @@ from course_lib.grading.report import write_report
 from course_lib.grading.session import ForkedSandbox
 from course_lib.grading.session import available as session_unavailable
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
-                                        UNSANDBOXED, exposed)
+                                        UNSANDBOXED, exposed, printable)
 from course_lib.grading.shards import shard_of, write_shard
 from course_lib.grading.similarity import write_similarity
 from course_lib.grading.submissions import _learner_units, submission_hash
@@ -136,6 +136,7 @@ def grade_class(folder, out, given=None, run=None, *, lessons=LESSONS, log=print
     False gives each notebook a sandbox of its own.
     """
     given, run = options(given, run, **named)
+    log = _escaping(log)
     folder, out = Path(folder), Path(out)
     if not folder.is_dir():
         raise FileNotFoundError(f"there is no class folder at {folder}: make one with a folder per "
@@ -338,15 +339,25 @@ def _submitted(path, learner_folder, term, log):
     return submitted_text(when, term)
 
 
+def _escaping(log):
+    """`log`, given each line with its control characters escaped (a learner's names are in it)."""
+    def escaped(line):
+        log(printable(line))
+    return escaped
+
+
 def _append_log(path, learner, notebook, graded, rows):
-    """Add why a notebook did not fully run to the class's grading.log; earlier runs' entries stay."""
+    """Add why a notebook did not fully run to the class's grading.log; earlier runs' entries stay.
+
+    Names, feedback and the run's output are the learner's to write: their control characters
+    are escaped (a line of their own is one line of the log)."""
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
-    head = f"### {stamp} {learner}/{Path(notebook).name}"
-    body = [f"{r['exercise'] or '(notebook)'}: {r['status']}: {r['feedback']}" for r in rows]
+    head = f"### {stamp} {printable(learner)}/{printable(Path(notebook).name)}"
+    body = [printable(f"{r['exercise'] or '(notebook)'}: {r['status']}: {r['feedback']}") for r in rows]
     if graded.retried:
-        body.insert(0, graded.retried)
+        body.insert(0, printable(graded.retried))
     with open(path, "a", encoding="utf-8") as f:
-        f.write("\n".join([head, *body, graded.log, ""]) + "\n")
+        f.write("\n".join([head, *body, printable(graded.log, lines=True), ""]) + "\n")
 
 
 def _read_gradebook(path):

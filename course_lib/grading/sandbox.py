@@ -70,6 +70,24 @@ def python_paths(root=ROOT):
     return sorted(p for p in found if not any(q in p.parents for q in found))
 
 
+def python_links():
+    """{link: its target} for each link on the way to this Python's prefix and executable.
+
+    A virtual environment reached through a link (`.venv` a link to a folder elsewhere) runs
+    as that path: the sandbox binds the folder itself and makes the link again, or its Python
+    would not be found there.
+    """
+    links = {}
+    for start in (sys.prefix, os.path.dirname(sys.executable)):
+        path = Path("/")
+        for part in Path(os.path.abspath(start)).parts[1:]:
+            path = path / part
+            if path.is_symlink() and str(path) not in SYSTEM:
+                links[path] = path.resolve()
+                path = path.resolve()
+    return links
+
+
 def exposed(path, root=ROOT):
     """The folder of the sandbox's read-only view that holds `path`, or None when the sandbox cannot see it."""
     path = Path(path).resolve()
@@ -132,6 +150,14 @@ def bwrap_command(command, copy, writable, *, root=ROOT, readonly_parts=("course
                 made.add(parent)
     for path, how in binds:
         args += [how, str(path), str(path)]
+    for link, target in python_links().items():
+        if any(p == link.parent or p in link.parent.parents for p, _ in binds):
+            continue  # the bound folder shows the link itself
+        for parent in reversed(link.parents):
+            if parent not in made and not any(parent == Path(s) or Path(s) in parent.parents for s in system):
+                args += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+        args += ["--symlink", str(target), str(link)]
     for part in readonly_parts:
         if (copy / part).exists():
             args += ["--ro-bind", str(copy / part), str(copy / part)]
@@ -169,6 +195,9 @@ def unavailable():
             return f"bubblewrap did not run ({type(e).__name__}: {e})"
         if done.returncode != 0:
             why = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            if "execvp" in why:  # the sandbox was made, but this Python is not in it
+                return (f"the sandbox could not find this Python ({why}): run the grader with the "
+                        f"Python of the environment's own folder, {Path(sys.prefix).resolve() / 'bin' / 'python'}")
             return f"bubblewrap could not make a sandbox here ({why}; are user namespaces allowed?)"
         if not os.path.isfile(os.path.join(folder, "probe")):
             return "bubblewrap ran, but the sandbox could not write its own folder"
@@ -196,13 +225,15 @@ def process_limit():
 
 # ---------------------------------------------------------------- inside a job's sandbox
 
-def printable(text):
+def printable(text, lines=False):
     """`text` with every control character shown as its escape, for a terminal or a log.
 
     A learner's folder, file or exercise name may hold an escape sequence (which retitles a
-    terminal or moves its cursor) or a carriage return (which draws a line over another).
+    terminal or moves its cursor), a carriage return (which draws a line over another) or a
+    newline (which starts a false one). lines: keep newlines (a log entry's own lines).
     """
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
+    return "".join(c if c.isprintable() or (lines and c == "\n")
+                   else c.encode("unicode_escape").decode("ascii") for c in str(text))
 
 
 def _mount(source, target, fstype=None, flags=0, data=None):
