@@ -403,3 +403,19 @@ def test_a_virtual_environment_reached_through_a_link_runs_in_the_sandbox(tmp_pa
     prefix, links, why = done.stdout.splitlines()[-3:]
     assert prefix == str(link) and str(link) in links, done.stdout + done.stderr
     assert why == "None", done.stdout + done.stderr
+
+
+@pytest.mark.skipif(sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}")
+def test_a_sandbox_of_its_own_holds_tmp_to_the_quota(tmp_path, monkeypatch):
+    """A notebook graded in a sandbox of its own (one notebook, or a grader that is not root) fills
+    its /tmp only to DISK_QUOTA."""
+    import subprocess
+    import sys
+    monkeypatch.setattr(sandbox, "DISK_QUOTA", 8 * 2 ** 20)
+    fill = ("import errno\nwritten = 0\ntry:\n    with open('/tmp/fill', 'wb') as f:\n"
+            "        for _ in range(64):\n            f.write(b'x' * 2 ** 20)\n            f.flush()\n"
+            "            written += 2 ** 20\nexcept OSError as e:\n    print(written, errno.errorcode[e.errno])")
+    done = subprocess.run(sandbox.bwrap_command([sys.executable, "-c", fill], tmp_path, []),
+                          env=sandbox.sandbox_env(tmp_path), capture_output=True, text=True, timeout=120)
+    written, why = done.stdout.split()
+    assert why == "ENOSPC" and 6 * 2 ** 20 <= int(written) <= 8 * 2 ** 20, done.stdout + done.stderr

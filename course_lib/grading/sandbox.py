@@ -138,7 +138,10 @@ def bwrap_command(command, copy, writable, *, root=ROOT, readonly_parts=("course
     binds = [(p, "--ro-bind") for p in python_paths(root)] + [(copy, "--bind")]
     binds += [(Path(p).resolve(), "--bind") for p in writable]
     binds += [(Path(p).resolve(), "--ro-bind") for p in readonly]
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    # /tmp: empty, and capped at DISK_QUOTA where bubblewrap can cap it (0.7 and later)
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777"]
+    args += ["--size", str(DISK_QUOTA)] if _bwrap_has("--size") else []
+    args += ["--tmpfs", "/tmp"]
     # the folders above each mount, made here as bwrap would (0700) but readable by the
     # sandbox's user, who would otherwise not get past /root to a Python installed there
     made = {Path("/"), Path("/tmp")}
@@ -162,6 +165,17 @@ def bwrap_command(command, copy, writable, *, root=ROOT, readonly_parts=("course
         if (copy / part).exists():
             args += ["--ro-bind", str(copy / part), str(copy / part)]
     return args + ["--chdir", str(copy), "--", *command]
+
+
+@functools.lru_cache(maxsize=None)
+def _bwrap_has(option):
+    """Whether this machine's bubblewrap knows `option` (its --help lists it)."""
+    try:
+        done = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True, text=True,
+                              timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option in done.stdout + done.stderr
 
 
 def sandbox_env(copy, extra=()):
