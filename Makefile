@@ -145,6 +145,9 @@ notebooks: setup
 # Learners: grade one notebook as the instructor will, e.g.
 # `make grade NB=exercises/01_attention_by_hand.ipynb` (nbval runs a graded copy in a temporary folder,
 # in a bubblewrap sandbox where this machine can make one; see docs/instructors.md, "The sandbox").
+# It prints each check's result and writes your feedback page beside the notebook, in
+# feedback/ (exercises/feedback/01_attention_by_hand.html), and prints its path. It succeeds
+# whenever the notebook was graded, whatever the score; it fails only when it could not grade.
 grade: setup
 	@test -n "$(NB)" || { echo "usage: make grade NB=exercises/00_start_here.ipynb"; exit 2; }
 	$(PYTHON) -m course_lib.grading "$(NB)"

@@ -485,7 +485,7 @@ warnings.warn("a warning of my own")
 import debugpy  # a library the graded kernel started without: the real one, all the same
 assert debugpy.__file__.endswith("__init__.py")
 return ids[:-1], ids[1:]"""
-HONEST = ["habits", "later_helper", "exec_answer", "globals_answer", "never_run", "v3", "subfolder"]
+HONEST = ["habits", "later_helper", "never_run", "v3", "subfolder"]
 
 
 def _never_run(nb):
@@ -731,6 +731,16 @@ def test_honest_habits_pass(graded_class, learner):
     r = row(graded_class, learner)
     assert (r["status"], r["feedback"]) == ("passed", "next_token_targets: 6 checks passed"), \
         why(graded_class, learner)
+
+
+@pytest.mark.parametrize("learner, how", [("exec_answer", "through exec"), ("globals_answer", "globals()")])
+def test_an_answer_bound_by_exec_or_globals_fails_with_what_to_write_instead(graded_class, learner, how):
+    """The grader probes the notebook's definitions alone (course_lib.grading.probe): a binding it
+    cannot read fails, and says what to write; the learner's own check said the same."""
+    r = row(graded_class, learner)
+    assert r["status"] == "failed", why(graded_class, learner)
+    assert "the grader cannot read this answer" in r["feedback"] and how in r["feedback"], r["feedback"]
+    assert "write `def next_token_targets(...):`" in r["feedback"], r["feedback"]
 
 
 @pytest.mark.parametrize("learner", ["copied", "helper"])
@@ -996,7 +1006,7 @@ def test_class_mode_refuses_to_grade_unsandboxed_unless_told(tmp_path, monkeypat
     err = capsys.readouterr().err
     assert "bubblewrap is not installed (test)" in err and "--no-sandbox" in err
     assert not (tmp_path / "out" / "gradebook.csv").exists()
-    assert cli.main([str(folder / "ada" / LESSON), "--timeout", "60"]) == 1  # one notebook: it runs
+    assert cli.main([str(folder / "ada" / LESSON), "--timeout", "60"]) == 0  # one notebook: graded
     out = capsys.readouterr().out
     assert out.startswith("notice: no sandbox here (bubblewrap is not installed (test))")
     assert "next_token_targets: failed" in out
@@ -1079,8 +1089,19 @@ def test_the_feedback_page_is_nbconverts_page_without_its_second_pass(monkeypatc
     monkeypatch.setattr(feedback, "_EXPORTERS", type(feedback._EXPORTERS)())
     feedback.feedback_html(other, "bo")  # the lesson's cells, remembered
     fast = feedback.feedback_html(graded, "ada")
-    monkeypatch.setattr(feedback, "_page_exporter", lambda: HTMLExporter)
-    monkeypatch.setattr(feedback, "_remembering_sanitizer", lambda: SanitizeHTML)
+
+    class Theirs(HTMLExporter):   # nbconvert's own, the markdown sanitized after it is rendered
+        def default_filters(self):
+            for name, function in super().default_filters():
+                yield name, (feedback._sanitized_markdown(function) if name == "markdown2html" else function)
+
+    class TheirSanitizer(SanitizeHTML):   # bleach before markdown would escape its `>`
+        def preprocess_cell(self, cell, resources, index):
+            if cell.cell_type == "markdown":
+                return cell, resources
+            return super().preprocess_cell(cell, resources, index)
+    monkeypatch.setattr(feedback, "_page_exporter", lambda: Theirs)
+    monkeypatch.setattr(feedback, "_remembering_sanitizer", lambda: TheirSanitizer)
     monkeypatch.setattr(feedback, "_EXPORTERS", type(feedback._EXPORTERS)())
     theirs = feedback.feedback_html(graded, "ada")
 

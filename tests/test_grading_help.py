@@ -282,7 +282,7 @@ def test_one_notebook_prints_the_help_beside_each_check_and_charges_only_when_as
     assert (f"{X}: passed (1/1)  fb  [hints asked for: up to hint 2 of 3; the solution was shown]"
             in out.splitlines())
     assert "00-bytes: passed (1/1)  right: ..." in out and "4 of 4 points" in out
-    assert cli.main([str(path), "--solution-costs", "1"]) == 1
+    assert cli.main([str(path), "--solution-costs", "1"]) == 0   # graded, whatever the score
     out = capsys.readouterr().out
     assert f"{X}: passed (0/1)  fb [the solution was shown: 1 point(s) taken off" in out
     assert "3 of 4 points" in out

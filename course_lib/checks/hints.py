@@ -43,9 +43,21 @@ def hint(name, k=None):
     elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
         raise ValueError(f"'{name}' has hints 1 to {n}; got k={k!r}")
     _shown[name] = max(_shown.get(name, 0), k)
+    print(hint_text(name, k, hints[name]))
+
+
+def hint_text(name, k, hints):
+    """What hint(name) prints for hint k of `hints` (the exercise's), as the feedback page shows it too."""
+    n = len(hints)
     more = (f"hint(\"{name}\") again shows hint {k + 1}" if k < n else
             f"that was the last; solution(\"{name}\") shows the reference answer")
-    print(f"Hint {k} of {n} for '{name}': {hints[name][k - 1]}\n({more})")
+    return f"Hint {k} of {n} for '{name}': {hints[k - 1]}\n({more})"
+
+
+def solution_intro(name, lesson):
+    """The line solution(name) prints above the reference answer."""
+    return (f"The reference answer to '{name}', from notebooks/{lesson}. The check still runs on "
+            f"the function you write: type it into the exercise cell, run it, then run the check.")
 
 
 def solution_source(name, lessons=ROOT / "notebooks"):
@@ -73,8 +85,7 @@ def solution(name):
     """Show the reference answer of exercise `name`, as code; the check still runs on yours."""
     lesson, source = solution_source(name)
     _solutions_shown.add(name)
-    print(f"The reference answer to '{name}', from notebooks/{lesson}. The check still runs on "
-          f"the function you write: type it into the exercise cell, run it, then run the check.")
+    print(solution_intro(name, lesson))
     try:
         from IPython import get_ipython
         from IPython.display import Code, display

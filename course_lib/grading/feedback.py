@@ -1,14 +1,27 @@
-"""Write feedback: the learner's notebook as HTML with each check's result under its exercise."""
+"""Write feedback: the learner's notebook as HTML with each check's result under its exercise.
+
+The page works offline and says only what the grader computed: no script and no request to
+another host (nbconvert's scripts are taken out, the maths is drawn when the page is written,
+course_lib.grading.maths); a summary table at the top with the one total; each check cell
+shown as the grader ran it, with its feedback as the notebook would show it; the outputs of
+hint() and solution() made again from the notebook's calls, read as data (never the stored
+outputs, which a learner can type); the learner's markdown rendered, then sanitized.
+"""
 import copy
 import datetime
 import html
 import json
+import os
 import re
+import tempfile
 import threading
+from pathlib import Path
 
 import nbformat
 
 from course_lib.exercises import tags
+from course_lib.grading import maths
+from course_lib.grading.calls import NotWritten, course_calls, written
 from course_lib.grading.help_taken import help_line
 from course_lib.grading.lessons import defines
 from course_lib.grading.questions import answer_cells, is_question, question_cells
@@ -21,18 +34,18 @@ def feedback_html(graded, learner=""):
     from nbconvert import HTMLExporter
     from traitlets.config import Config
     nb = copy.deepcopy(graded.submission) if graded.submission is not None else nbformat.v4.new_notebook()
-    nb.cells = [c for c in nb.cells if not (c.get("cell_type") == "code" and "check" in tags(c))]
+    extra = {}     # token -> trusted HTML put in after nbconvert (highlighted solutions)
     for cell in nb.cells:
         if cell.get("cell_type") == "code":
             cell["outputs"] = capped_outputs(cell.get("outputs") or [])
-    earned = sum(r.points for r in graded.results)
-    total = sum(r.max_points for r in graded.results)
+    help_outputs(nb, extra)
+    nb.cells = [c for c in nb.cells if not (c.get("cell_type") == "code" and "check" in tags(c))]
     who = re.sub(r"[^\w .@-]", "_", learner)
     head = [f"# Feedback: {graded.lesson or graded.path.name}" + (f", {who}" if who else ""),
-            f"**{_points(earned)} of {_points(total)} points.** Graded "
-            f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}. Each check's result follows "
-            f"the cell that defines its function, and each question's after its answer, with the "
-            f"help asked for. The checks say what they tested; they are feedback, not proof."]
+            f"Graded {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}. Each check's result "
+            f"follows the cell that defines its function, and each question's after its answer, "
+            f"with the help asked for. The checks say what they tested; they are feedback, not "
+            f"proof.", summary_table(graded)]
     if graded.problem:
         head.append("This notebook was not graded; the reason is below.")
     cells = [nbformat.v4.new_markdown_cell("\n\n".join(head))]
@@ -56,6 +69,10 @@ def feedback_html(graded, learner=""):
     for r in pending:
         cells.extend(_result_cells(r, graded))
     nb.cells = cells
+    formulas = {}
+    for cell in nb.cells:
+        if cell.get("cell_type") == "markdown" and isinstance(cell.get("source"), str):
+            cell.source = maths.take_out(cell.source, formulas)
     if not hasattr(_EXPORTERS, "html"):  # loading the templates costs more than using them
         # the learner's own HTML (in markdown and outputs) is escaped: no script runs when opened
         _EXPORTERS.html = _page_exporter()(config=Config(
@@ -64,7 +81,111 @@ def feedback_html(graded, learner=""):
         body, _ = _EXPORTERS.html.from_notebook_node(nb)
     except _NBCONVERT_CHANGED:  # an nbconvert whose HTMLExporter works otherwise: its own way
         body, _ = HTMLExporter.from_notebook_node(_EXPORTERS.html, nb)
-    return body
+    body = _SCRIPT.sub("", body)   # nbconvert's MathJax, require.js, mermaid, widgets: all from the network
+    for token, trusted in extra.items():
+        body = re.sub(rf"<pre>\s*{token}\s*</pre>", lambda m: trusted, body)
+    return maths.put_back(body, formulas)
+
+
+_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
+
+
+def page_beside(notebook):
+    """Where `make grade` writes a learner's page: feedback/<name>.html in the notebook's folder."""
+    notebook = Path(notebook)
+    return notebook.parent / "feedback" / f"{notebook.stem}.html"
+
+
+def write_page(graded, target, learner=""):
+    """Write graded's feedback page to `target` (replaced whole, never half-written); returns target."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    page = feedback_html(graded, learner)
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=".feedback-", suffix=".html")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(page)
+        os.replace(name, target)
+    except BaseException:
+        os.unlink(name)
+        raise
+    return target
+
+
+# ---------------------------------------------------------------- the summary and the help
+
+def summary_table(graded):
+    """A markdown table: each exercise and question, its result, points and help taken; then the total."""
+    rows = ["| exercise or question | result | points | help taken |", "|---|---|---|---|"]
+    for r in graded.results:
+        taken = getattr(graded, "help", {}).get(r.exercise)
+        helped = (taken is not None and help_line(taken)) or ""
+        rows.append(f"| `{r.exercise}` | {r.status} | {_points(r.points)} of {_points(r.max_points)} "
+                    f"| {_cell_text(helped)} |")
+    earned = sum(r.points for r in graded.results)
+    total = sum(r.max_points for r in graded.results)
+    rows.append(f"| **total** | | **{_points(earned)} of {_points(total)} points** | |")
+    return "\n".join(rows)
+
+
+def _cell_text(text):
+    return html.escape(text).replace("|", "\\|")
+
+
+def help_outputs(nb, extra):
+    """Replace the stored outputs of each cell that calls hint() or solution() with what those
+    calls show, numbered as the grader counts them (course_lib.grading.help_taken): the n-th
+    `hint("x")` is hint n (at most the last), `hint("x", k)` hint k. `extra` gets the HTML of
+    each solution's highlighted code, by the token its output holds."""
+    from course_lib.checks.hints import all_hints, hint_text, solution_intro, solution_source
+    hints, count, shown = all_hints(), {}, {}
+    for call in course_calls(nb):
+        if call.function not in ("hint", "solution") or not call.args:
+            continue
+        try:
+            name = written(call.args[0])
+        except NotWritten:
+            continue
+        if name not in hints:
+            continue
+        outputs = shown.setdefault(call.cell, [])
+        if call.function == "hint":
+            k = _asked(call)
+            if k is None:
+                count[name] = count.get(name, 0) + 1
+                k = min(count[name], len(hints[name]))
+            if not 1 <= k <= len(hints[name]):
+                continue   # hint() refused it and showed nothing
+            outputs.append(nbformat.v4.new_output("stream", name="stdout",
+                                                  text=hint_text(name, k, hints[name]) + "\n"))
+            continue
+        try:
+            lesson, source = solution_source(name)
+        except ValueError:
+            continue
+        token = f"solutioncode{len(extra)}x{os.getpid()}"
+        extra[token] = _highlighted(source)
+        outputs.append(nbformat.v4.new_output("stream", name="stdout", text=solution_intro(name, lesson) + "\n"))
+        outputs.append(nbformat.v4.new_output("display_data", data={"text/plain": token}))
+    for i, outputs in shown.items():
+        nb.cells[i]["outputs"] = outputs
+
+
+def _asked(call):
+    node = call.args[1] if len(call.args) > 1 else dict(call.keywords).get("k")
+    if node is None:
+        return None
+    try:
+        k = written(node)
+    except NotWritten:
+        return 0
+    return k if type(k) is int else 0
+
+
+def _highlighted(source):
+    """The code as nbconvert highlights a code cell's input (the page's own CSS colours it)."""
+    from nbconvert.filters.highlight import Highlight2HTML
+    return Highlight2HTML(pygments_lexer="ipython3")(source)
 
 
 _EXPORTERS = threading.local()
@@ -87,6 +208,8 @@ def _page_exporter():
     class FeedbackExporter(HTMLExporter):
         def default_filters(self):  # bleach, on each highlighted input, is most of a page
             for name, function in super().default_filters():
+                if name == "markdown2html":
+                    function = _sanitized_markdown(function)
                 yield name, (_remembered(function) if name == "clean_html" else function)
 
         def from_notebook_node(self, nb, resources=None, **kw):
@@ -123,7 +246,9 @@ def _remembered(function):
 
 
 def _remembering_sanitizer():
-    """nbconvert's SanitizeHTML preprocessor, remembering each text it cleaned (bleach is most of a page)."""
+    """nbconvert's SanitizeHTML preprocessor, remembering each text it cleaned (bleach is most of a
+    page), leaving markdown cells to `_sanitized_markdown`: bleach on markdown's own text escapes
+    its `>` (a blockquote) and `<` before markdown sees them."""
     from nbconvert.preprocessors.sanitize import SanitizeHTML
 
     class RememberingSanitizeHTML(SanitizeHTML):
@@ -131,7 +256,48 @@ def _remembering_sanitizer():
             super().__init__(*args, **kwargs)
             self.sanitize_html_tags = _remembered(super().sanitize_html_tags)
 
+        def preprocess_cell(self, cell, resources, index):
+            if cell.get("cell_type") == "markdown":
+                return cell, resources
+            return super().preprocess_cell(cell, resources, index)
+
     return RememberingSanitizeHTML
+
+
+# What rendered markdown may hold: the tags markdown makes, links, and pictures that are in the
+# page itself (a data: URL) or beside it (a relative path), never one fetched from another host.
+MARKDOWN_TAGS = ["a", "abbr", "b", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3",
+                 "h4", "h5", "h6", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s", "span",
+                 "strong", "sub", "sup", "table", "tbody", "td", "th", "thead", "tr", "ul"]
+
+
+def _markdown_attribute(tag, name, value):
+    if name in ("class", "id", "title", "alt"):
+        return True
+    if tag == "a" and name == "href":
+        return not value.strip().lower().startswith(("javascript:", "data:", "vbscript:"))
+    if tag == "img" and name == "src":
+        local = value.strip().lower()
+        return local.startswith("data:image/") or not re.match(r"^([a-z][a-z0-9+.-]*:|//|\\\\)", local)
+    return False
+
+
+@_remembered
+def clean_markup(text):
+    """Rendered markdown with only MARKDOWN_TAGS and safe attributes kept (the rest escaped)."""
+    import bleach
+    return bleach.clean(text, tags=MARKDOWN_TAGS, attributes=_markdown_attribute,
+                        protocols=["http", "https", "mailto", "data"], strip_comments=True)
+
+
+def _sanitized_markdown(markdown2html):
+    """nbconvert's markdown filter, its HTML sanitized after markdown has made it."""
+    from jinja2 import pass_context
+
+    @pass_context
+    def rendered(context, source):
+        return clean_markup(markdown2html(context, source))
+    return rendered
 
 
 _FOCUSED = re.compile(r'<div class="([^"<>]*\b(?:jp-Cell-inputWrapper|jp-OutputArea-output)\b[^"<>]*)"'
@@ -192,7 +358,21 @@ def _result_cells(r, graded=None):
     return [nbformat.v4.new_markdown_cell(f"**Check `{r.exercise}`: {mark}**, "
                                           f"{_points(r.points)} of {_points(r.max_points)} points"
                                           + (f" ({helped})" if helped else "")),
-            _result_cell(f"check_{r.exercise}({r.exercise})", r.feedback)]
+            _check_cell(r)]
+
+
+def _check_cell(r):
+    """The check cell as the grader ran it: its call, then its pass line, or its feedback as an error."""
+    cell = nbformat.v4.new_code_cell(f"check_{r.exercise}({r.exercise})")
+    if r.status == "passed":
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=r.feedback + "\n")]
+        return cell
+    kind, _, text = r.feedback.partition(": ") if re.match(r"(AssertionError|NotImplementedError): ",
+                                                           r.feedback) else ("", "", r.feedback)
+    lines = text.splitlines() or [r.status]
+    cell.outputs = [nbformat.v4.new_output("error", ename=kind or r.status, evalue=lines[0],
+                                           traceback=[f"\x1b[1;31m{lines[0]}\x1b[0m", *lines[1:]])]
+    return cell
 
 
 
