@@ -70,7 +70,7 @@ from course_lib.grading.help_taken import charge_solutions, help_line
 from course_lib.grading.lessons import LESSONS
 from course_lib.grading.questions import is_question
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
-                                        unavailable)
+                                        printable, unavailable)
 from course_lib.grading.run import SandboxUnavailable, grade
 from course_lib.grading.term import LMSES, NONE, Given, read_settings, show
 from course_lib.grading.verdicts import _points
@@ -217,8 +217,8 @@ def main(argv=None):
                       shard=parse_shard(args.shard) if args.shard else None, html=not args.no_html,
                       sandbox=not args.no_sandbox, same_seed=args.same_seed, **limits)
             rows, failures = grade_class(args.path, args.out, given, run)
-        except (FileNotFoundError, ValueError) as e:
-            print(f"error: {e}", file=sys.stderr)
+        except (FileNotFoundError, ValueError) as e:  # may name a learner's folder: escaped
+            print(f"error: {printable(e)}", file=sys.stderr)
             return 2
         except SandboxUnavailable as e:
             print(f"error: {e}. Class mode runs each notebook in a bubblewrap sandbox, so that no "
@@ -262,18 +262,19 @@ def main(argv=None):
     costs = None if args.solution_costs == NONE else args.solution_costs
     graded = charge_solutions(grade(args.path, keep=args.keep, sandbox=False if args.no_sandbox else "auto",
                                     **limits), costs)
+    # what follows quotes the notebook (its file name, its errors): control characters escaped
     if graded.lesson is None:
-        print(graded.problem)
+        print(printable(graded.problem))
         return 1
     if graded.retried:
-        print(graded.retried)
+        print(printable(graded.retried))
     for r in graded.results:
         taken = graded.help.get(r.exercise)
         helped = taken is not None and help_line(taken)
-        print(f"{r.exercise}: {r.status} ({_points(r.points)}/{_points(r.max_points)})  {r.feedback}"
-              + (f"  [{helped}]" if helped else ""))
+        print(printable(f"{r.exercise}: {r.status} ({_points(r.points)}/{_points(r.max_points)})  {r.feedback}"
+                        + (f"  [{helped}]" if helped else ""), lines=True))
     if any(r.status == "not run" for r in graded.results):
-        print("what the grader saw:\n" + graded.log)
+        print("what the grader saw:\n" + printable(graded.log, lines=True))
     earned = sum(r.points for r in graded.results)
     total = sum(r.max_points for r in graded.results)
     print(f"{_points(earned)} of {_points(total)} points for {graded.lesson}")
