@@ -208,3 +208,41 @@ def test_ends_with_a_link_to_the_next_lesson(path, copy):
     later = LESSONS[LESSONS.index(path) + 1:]
     if later:
         assert targets[0] == later[0].name, f"{page.name}'s Next: should link {later[0].name}"
+
+
+# --- A saved time that contradicts the run time stated at the top ----------------------------
+# A lesson states "**Run time:** about 80 s"; no part of it can take longer than the whole. A
+# saved output such as "160 steps in 295 s" under it says the lesson was saved on a machine busy
+# with other work (or that the stated time is wrong): save it again on a quiet machine, e.g.
+#   OMP_NUM_THREADS=1 .venv/bin/python -m jupyter nbconvert --to notebook --execute --inplace \
+#       --ExecutePreprocessor.timeout=900 notebooks/NN_x.ipynb && .venv/bin/python -m course_lib.exercises
+# "About" allows a quarter more. A duration is a number then " s" or " min" (not ms, not 1024s).
+DURATION = re.compile(r"(?<![\w.,])(\d+(?:\.\d+)?) (s|min)\b")
+ABOUT = 1.25
+
+
+def saved_durations(cells):
+    """(cell index, seconds, the line) of every duration in the cells' saved outputs."""
+    found = []
+    for i, cell in enumerate(cells):
+        for line in _printed(cell).splitlines():
+            for number, unit in DURATION.findall(line):
+                found.append((i, float(number) * (60 if unit == "min" else 1), line.strip()))
+    return found
+
+
+@pytest.mark.parametrize("path", OPENED, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_no_saved_time_exceeds_the_stated_run_time(path):
+    stated = stated_run_time(ROOT / "notebooks" / path.name)
+    cells = json.loads(path.read_text())["cells"]
+    over = [(i, line) for i, seconds, line in saved_durations(cells) if seconds > ABOUT * stated]
+    assert not over, (f"{path.parent.name}/{path.name} states a run time of about {stated:g} s, "
+                      f"but its saved outputs show longer times (cell, line): {over}; save it "
+                      f"again on a quiet machine, or correct the stated run time")
+
+
+def test_the_run_time_rule_reads_seconds_and_minutes_and_skips_other_units():
+    cells = [{"cell_type": "code", "source": "", "outputs": [
+        {"output_type": "stream", "name": "stdout",
+         "text": "160 steps in 295 s\n2.5 ms a step\nrounded up to 1024s\n2 min 5 s in all\n"}]}]
+    assert [(i, s) for i, s, _ in saved_durations(cells)] == [(0, 295.0), (0, 120.0), (0, 5.0)]
