@@ -11,7 +11,7 @@ endif
 # One torch thread per process, and one process per core plus one: processes whose threads
 # outnumber the cores slow each other down many times over, but about a fifth of the suite's
 # time is spent waiting (graders' sandboxes starting, learners' notebooks running into their time
-# limits), and the extra process computes meanwhile (docs/run-times.md, "Fifth pass"). Each file's tests on one process (loadfile:
+# limits), and the extra process computes meanwhile (docs/maintainers.md, "How the suite runs"). Each file's tests on one process (loadfile:
 # a notebook's cells share one kernel, and each lesson's exercise variants run inside nbval's
 # run of it, their tests in its file after its last cell: tests/nbval_fold.py), the longest
 # files first (conftest.py orders them; --no-loadscope-reorder keeps that order). A kernel gets

@@ -20,7 +20,7 @@ NBVAL_OUTPUT_TIMEOUT = 120  # seconds
 # About how many seconds (on the scale of the lessons' stated run times) the test files take
 # that run far longer than their count of tests suggests; only the order of the run depends on
 # these figures. Each is the file's wall time, its tests' durations summed, in one run of make
-# test's pytest at load 3 to 5 (docs/run-times.md, "Third pass", 2026-12-01), where the lessons'
+# test's pytest at load 3 to 5 (2026-12-01: docs/run-times.md's git history, "Third pass"), where the lessons'
 # nbval runs took about their stated run times (536 s in all for 550 s stated). A lesson's nbval
 # run, which also runs its exercise variants (tests/nbval_fold.py), weighs its stated run time.
 HEAVY_FILES = {"tests/test_grading.py": 310, "tests/test_docs.py": 160, "tests/test_checks.py": 105,

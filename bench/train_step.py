@@ -7,9 +7,8 @@
     OMP_NUM_THREADS=1 python bench/train_step.py --newton-schulz  # Muon's iterations alone
 
 The step is the preset's (course_lib.training.cpu_preset("float32"): a 4 x 128 RoPE TinyLM,
-batch 24 x 64, Muon for the hidden matrices and AdamW's fused update for the rest; the figures
-in docs/benchmarks.md before "the optimizer and the model" were taken when it was AdamW's
-foreach update alone): forward, loss, backward, clipping, update, as
+batch 24 x 64, Muon for the hidden matrices and AdamW's fused update for the rest; docs/benchmarks.md
+says which of its figures were taken when it was AdamW's foreach update alone): forward, loss, backward, clipping, update, as
 course_lib.training.train runs it. Each variant changes one part:
 
     rope_seven_ops     RoPE as apply_rope computed it before: the even and odd halves rotated

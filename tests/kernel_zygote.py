@@ -5,8 +5,8 @@ the toy lessons of tests/test_exercise_notebooks.py under nbclient. A kernel sta
 way (`python -m ipykernel_launcher`) spends about 3 s of CPU importing torch, numpy, matplotlib
 and ipykernel before the notebook's first cell does anything. Here each test worker starts, on
 its first kernel, one *zygote*: a process that imports those once and then, for every kernel
-jupyter_client launches, forks a child that becomes that kernel (docs/run-times.md, "Sixth
-pass"). The class grader does the same in its sandbox (course_lib/grading/forked.py).
+jupyter_client launches, forks a child that becomes that kernel (docs/maintainers.md, "How the
+suite runs"). The class grader does the same in its sandbox (course_lib/grading/forked.py).
 
 What a forked kernel shares with a fresh one, and what it does not
 (tests/test_kernel_zygote.py checks both against a kernel started the usual way):
