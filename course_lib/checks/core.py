@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import torch
 
-from course_lib.checks.record import made, probe, seed  # noqa: F401 (seed: for the checkers)
+from course_lib.checks.record import made, mode, probe, seed  # noqa: F401 (seed: for the checkers)
 from course_lib.checks.rendering import explain, recorded, show_warnings
 
 
@@ -324,6 +324,11 @@ def checker(check):
     @functools.wraps(check)
     def run(fn):
         __tracebackhide__ = True
+        why = _grader_cannot_read(name) if mode() == "direct" else None
+        if why:
+            raise AssertionError(f"Exercise '{name}': the grader cannot read this answer: {why}\n"
+                                 f"Hint: the grader checks your definitions alone, read from your cells; "
+                                 f"run every cell again once it is a plain def")
         _RUNS.append([])
         caught = []
         try:
@@ -348,6 +353,19 @@ def checker(check):
         return result
 
     return run
+
+
+def _grader_cannot_read(name):
+    """Why the grader's probe could not read `name` as this IPython kernel's cells bind it; None
+    when it could, or outside IPython (`course_lib.grading.definitions`)."""
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    if shell is None or not hasattr(shell, "history_manager"):
+        return None
+    try:
+        from course_lib.grading.definitions import read_sources
+        return read_sources(list(shell.history_manager.input_hist_raw)).unreadable(name)
+    except Exception:  # the check itself still runs
+        return None
 
 
 def _parameter_names(fn, n):
