@@ -35,6 +35,7 @@ import sys
 import time
 
 CONTROL, KEYS, STATUS = 0, 3, 4
+SEEDS, REPLIES = 5, 6   # a probe's seed from the grader, and its records to the grader (`probe`)
 # What the zygote imports once (a notebook's own `import` then finds them loaded).
 LIBRARIES = ("numpy", "torch", "matplotlib.pyplot", "IPython", "ipykernel.kernelapp",
              "ipykernel.ipkernel", "jupyter_client", "nbformat", "pytest", "nbval.plugin",
@@ -172,6 +173,8 @@ def _run_notebook(order, std_path):
     os.dup2(null, CONTROL)            # the grader's orders are the zygote's alone
     os.close(null)
     os.close(STATUS)
+    os.close(SEEDS)                   # and the probe's pipes are the probe's
+    os.close(REPLIES)
     from course_lib.grading.sandbox import seal
     # IPC and mount namespaces of its own (/tmp, /dev/shm, a read-only course_lib), made as root
     if "scratch" in order:
@@ -323,6 +326,60 @@ def _watch_mqueue():
         pass
 
 
+def _probe_once(order, std_path):
+    """Fork the notebook's probe and wait for it (or the grader's `stop`); (status, its CPU seconds)."""
+    if _threads() != 1:
+        raise RuntimeError("the zygote has more than one thread: it cannot fork safely")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _probe(order, std_path)
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        finally:
+            os._exit(4)
+    while True:
+        ready, _, _ = select.select([CONTROL], [], [], 0.2)
+        if ready:
+            line = _read_line(CONTROL)
+            if not line or json.loads(line).get("stop"):
+                os.kill(pid, signal.SIGKILL)
+                _, status, usage = os.wait4(pid, 0)
+                return (-signal.SIGKILL if line else None), usage.ru_utime + usage.ru_stime
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
+
+
+def _probe(order, std_path):
+    """In the probe: limits, a user id of its own, an empty folder; the definitions, then the seed (never returns)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (CONTROL, 1, 2):        # no orders, and nothing it prints goes anywhere
+        os.dup2(null, fd)
+    os.close(null)
+    os.close(KEYS)
+    os.close(STATUS)
+    from course_lib.grading import probe
+    probe.drop_to(order["uid"], order["limits"])
+    os.environ.clear()
+    os.environ.update(order["env"])
+    os.chdir(order["folder"])
+    sys.path[:] = [p for p in sys.path if p]   # not its folder: only the libraries, read-only
+
+    def read_seed():
+        while True:  # seeds for other probes (one that ended before reading its own) are skipped
+            line = _read_line(SEEDS)
+            if not line:
+                os._exit(5)
+            message = json.loads(line)
+            if message["id"] == order["id"]:
+                return int(message["seed"])
+
+    probe.serve(order, read_seed, REPLIES)
+    _exit(0)
+
+
 def _wait(runner):
     """Wait for the runner, or for the grader's `stop`; its status (a negative signal number when killed)."""
     while True:
@@ -343,10 +400,11 @@ def serve():
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)   # what a notebook leaves running comes back here to be reaped
     setup = json.loads(_read_line(CONTROL))
     import fcntl  # onto fds 3 and 4, whatever they were: by way of numbers above both
-    moved = [fcntl.fcntl(setup[name], fcntl.F_DUPFD, 10) for name in ("keys", "status")]
-    os.close(setup["keys"])
-    os.close(setup["status"])
-    for fd, number in zip(moved, (KEYS, STATUS)):
+    names = ("keys", "status", "seeds", "replies")
+    moved = [fcntl.fcntl(setup[name], fcntl.F_DUPFD, 10) for name in names]
+    for name in names:
+        os.close(setup[name])
+    for fd, number in zip(moved, (KEYS, STATUS, SEEDS, REPLIES)):
         os.dup2(fd, number)
         os.close(fd)
     std_path = [p for p in sys.path if p and p not in setup["python_path"]]
@@ -372,7 +430,15 @@ def serve():
         line = _read_line(CONTROL)
         if not line:
             break
-        order = json.loads(line).get("run")
+        message = json.loads(line)
+        if message.get("probe") is not None:
+            status, used = _probe_once(message["probe"], std_path)
+            _clear(setup["keep"])
+            os.write(STATUS, f"probed {status} {used:.3f}\n".encode())
+            if status is None:
+                break
+            continue
+        order = message.get("run")
         if order is None:   # a `stop` for a run that has already ended
             continue
         if _threads() != 1:

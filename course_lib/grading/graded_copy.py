@@ -3,10 +3,11 @@
 The copy holds the learner's cells, then each of the lesson's check cells put back after
 the cell that last defines its exercise function, and nothing after the last check. A
 restored check cell loads its checker afresh from the copy's own course_lib (not the name
-in the kernel), runs it in record mode with the grading's secret seed, and saves the record
-to the copy's records/ folder; the grader's replay of that record decides the verdict
-(`replay`). The cell keeps the lesson's stored pass line, so nbval's comparison still shows
-the learner where their run differs, but decides nothing.
+in the kernel) and runs it on the learner's own inputs, so the learner's feedback page shows
+what their check says. The cell keeps the lesson's stored pass line, so nbval's comparison
+still shows the learner where their run differs, but decides nothing: the copy holds no
+seed and writes no record, and verdicts come from the grader's probe of the notebook's
+definitions (`probe`).
 """
 import atexit
 import copy
@@ -36,11 +37,11 @@ WATCHED = ("course_lib", "notebooks", "data")  # what must not change while grad
 
 CHECK_CELL = '''\
 # Restored by the grader: the lesson's check of `{name}`, with its checker loaded afresh
-# from the grading copy of course_lib, recording what the function did into records/. The
-# grader decides the verdict by replaying that record with its own checker; what this cell
-# prints is for the learner to read, and decides nothing.
-def _grader_check(root, module, exercise, namespace, base_seed):
-    import contextlib, importlib, importlib.machinery as machinery, io, os, sys
+# from the grading copy of course_lib, on the learner's own inputs. What this cell prints is
+# for the learner to read, and decides nothing: the grader probes the notebook's definitions
+# in a process of its own (course_lib.grading.probe).
+def _grader_check(root, module, exercise, namespace):
+    import contextlib, importlib, importlib.machinery as machinery, io, sys
     kept = {{k: sys.modules.pop(k) for k in list(sys.modules)
              if k == "course_lib" or k.startswith("course_lib.")}}
     path, meta_path, out = sys.path[:], sys.meta_path[:], io.StringIO()
@@ -76,17 +77,12 @@ def _grader_check(root, module, exercise, namespace, base_seed):
                 sys.meta_path[:] = [machinery.BuiltinImporter, machinery.FrozenImporter,
                                     machinery.PathFinder]
                 checker = getattr(importlib.import_module(module), "check_" + exercise)
-                record = importlib.import_module("course_lib.checks.record")
             finally:
                 sys.path[:], sys.meta_path[:] = path, meta_path
             if exercise not in namespace:
                 raise NameError(f"name '{{exercise}}' is not defined: no cell defined it, "
                                 f"or the cell that does stopped with an error")
-            with record.recording(base_seed) as recorded:
-                try:
-                    checker(namespace[exercise])
-                finally:
-                    recorded.save(os.path.join(root, "records", exercise))
+            checker(namespace[exercise])
         lines = out.getvalue().splitlines()
         result = lines[-1] if lines else "the checker printed nothing"
     except KeyboardInterrupt:
@@ -116,7 +112,7 @@ def _grader_check(root, module, exercise, namespace, base_seed):
     sys.stdout.write(result + "\\n")
 
 
-_grader_check({root!r}, {module!r}, {name!r}, globals(), {seed!r})
+_grader_check({root!r}, {module!r}, {name!r}, globals())
 del _grader_check'''
 
 CONFTEST = '''\
@@ -179,7 +175,7 @@ class Placement:
     defined_in: int | None    # code-cell number of the cell defining the function, if any
 
 
-def graded_copy(submission, lesson, found, root, base_seed=0):
+def graded_copy(submission, lesson, found, root):
     """(notebook, placements): the learner's cells with the lesson's checks restored.
 
     Each check goes right after the code cell that last defines its function, or later: after
@@ -223,11 +219,11 @@ def graded_copy(submission, lesson, found, root, base_seed=0):
         for ex in found:
             if after[ex.name] == i:
                 placed[ex.name] = len(out)
-                out.append(_check_cell(ex, root, base_seed))
+                out.append(_check_cell(ex, root))
     for ex in found:  # no cell defines it: its check runs after the others and says so
         if after[ex.name] is None:
             placed[ex.name] = len(out)
-            out.append(_check_cell(ex, root, base_seed))
+            out.append(_check_cell(ex, root))
     nb.cells = out
     code_number = {}
     for i, cell in enumerate(out):
@@ -243,9 +239,8 @@ def code_source(cells, index):
     return "" if index is None else cells[index].get("source", "")
 
 
-def _check_cell(ex, root, base_seed):
-    cell = nbformat.v4.new_code_cell(CHECK_CELL.format(root=str(root), module=ex.module,
-                                                       name=ex.name, seed=int(base_seed)))
+def _check_cell(ex, root):
+    cell = nbformat.v4.new_code_cell(CHECK_CELL.format(root=str(root), module=ex.module, name=ex.name))
     cell.metadata = {"tags": ["check", "nbval-check-output"], "grading": {"exercise": ex.name}}
     cell.outputs = [nbformat.from_dict(o) for o in copy.deepcopy(ex.pass_output)]
     for o in cell.outputs:
@@ -350,6 +345,7 @@ def compiled_tree(root=ROOT):
     with _compiled_lock:
         if root not in _compiled_trees:
             folder = Path(tempfile.mkdtemp(prefix="grading-bytecode-"))
+            folder.chmod(0o755)   # a probe's process reads it as the notebook's user (`probe`)
             atexit.register(shutil.rmtree, folder, True)
             shutil.copytree(root / "course_lib", folder / "course_lib",
                             ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
@@ -390,7 +386,6 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
     if lib is None:
         _add_bytecode(folder, root)
     (folder / "notebooks").mkdir()
-    (folder / "records").mkdir()   # where each check cell saves its record
     nbformat.write(nb, folder / "notebooks" / lesson_name)
     (folder / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     (folder / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
@@ -408,7 +403,7 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
                     startup_timeout=startup_timeout, preload=preloads(nb),
                     checks=[p.__dict__ for p in placements],
                     sources={str(i): _first_line(c.source) for i, c in enumerate(code)},
-                    # for a copy rerun by hand (--keep): its seed, and each check's module and pass line
+                    # for a copy rerun by hand (--keep): each check's module and pass line (no seed)
                     replay=replay or {})
     (folder / "grading.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
 

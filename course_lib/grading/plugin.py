@@ -245,12 +245,18 @@ except ImportError:  # pytest is only needed when grading
 
 def pytest_terminal_summary(terminalreporter, config):
     """The verdict per exercise, the same words the grader writes to the gradebook, for a graded
-    copy rerun by hand (--keep). Under the grader (in the sandbox) nothing: the grader replays
-    the records itself, outside the process that ran the learner's code."""
+    copy rerun by hand (--keep), from a probe of the copy's definitions (unsandboxed, with a seed
+    drawn now). Under the grader (in the sandbox) nothing: the grader probes the notebook itself,
+    outside the process that ran the learner's code."""
     if _RECORD:
         return
+    import secrets
+
+    import nbformat
+
     from course_lib.grading.lessons import Exercise
-    from course_lib.grading.replay import InProcess, replay_records, scratch_folder, remove
+    from course_lib.grading.probe import probe_notebook
+    from course_lib.grading.replay import InProcess, scratch_folder, remove
     folder = Path(config.rootpath)
     settings = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
     cells = getattr(config, "_grading_cells", {})
@@ -258,7 +264,9 @@ def pytest_terminal_summary(terminalreporter, config):
     found = [Exercise(name, 1, [], c["module"]) for name, c in replay["checks"].items()]
     scratch = scratch_folder()
     try:
-        replayed = replay_records(folder, found, replay.get("base_seed", 0), InProcess(), scratch)
+        nb = nbformat.read(folder / "notebooks" / settings["lesson"], as_version=4)
+        replayed, _, _ = probe_notebook(nb, nbformat.v4.new_notebook(), found, secrets.randbelow(2 ** 62),
+                                        scratch, InProcess(), timeout=settings["cell_timeout"], root=folder)
     finally:
         remove(scratch)
     lines = {name: c["pass_line"] for name, c in replay["checks"].items()}

@@ -1,11 +1,11 @@
 """Decide each verdict where no learner code runs: the instructor's checker, replayed on the record.
 
-In the sandbox, each restored check cell runs its checker in record mode and saves what the
-learner's function did (`course_lib.checks.record`) to the graded copy's `records/` folder.
-After the run, with every process of the sandbox gone, the grader:
+The grader's probe (`probe`), a process that holds only the learner's definitions, runs each
+checker in record mode and sends what the learner's function did (`course_lib.checks.record`)
+back on a pipe; the grader writes each record into a folder of its own. Then it:
 
-1. copies each record out of the copy (`collect`): regular files only, size-capped, never
-   through a link, into a folder of its own;
+1. reads each record as hostile data (JSON and safetensors, size-capped, never pickle; `collect`
+   copies records out of a folder: regular files only, never through a link);
 2. replays the lesson's checker from the grader's own course_lib (not the copy's, which the
    notebook could have reached) in a worker process that loads only data (`Replayer`):
    one per grading job, under a memory limit and a time limit per exercise, so a hostile
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from course_lib.exercises import ROOT
 
-RECORDS = "records"          # the graded copy's folder of records
+RECORDS = "records"          # a folder's records, for `collect` and `replay_records`
 REPLAY_TIMEOUT = 120         # seconds one exercise's replay may take
 REPLAY_MEMORY_GIB = 4.0      # address space of the replay worker
 FEEDBACK_LIMIT = 20_000      # characters of replayed feedback kept

@@ -95,16 +95,19 @@ class ForkedSandbox:
                                 capabilities=CAPABILITIES)
         keys_read, self.keys = os.pipe()
         self.status, status_write = os.pipe()
+        seeds_read, self.seeds = os.pipe()        # a probe's seed, and its records (`probe`)
+        self.replies, replies_write = os.pipe()
         self.log = open(self.folder / "zygote.log", "wb")
         # the runners' keys and the zygote's reports, on pipes of their own (bwrap passes them on)
         self.proc = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True,
-                                     pass_fds=(keys_read, status_write))
-        os.close(keys_read)
-        os.close(status_write)
+                                     pass_fds=(keys_read, status_write, seeds_read, replies_write))
+        for fd in (keys_read, status_write, seeds_read, replies_write):
+            os.close(fd)
         self.buffer, self.start_cpu = b"", None
         self._send({"python_path": [str(self.lib)], "no_debugger": str(self.lib / KERNEL_PATH),
-                    "keys": keys_read, "status": status_write, "keep": str(self.folder)})
+                    "keys": keys_read, "status": status_write, "seeds": seeds_read,
+                    "replies": replies_write, "keep": str(self.folder)})
 
     def _send(self, message, fd=None):
         data = (json.dumps(message) + "\n").encode()
@@ -135,7 +138,7 @@ class ForkedSandbox:
             except ProcessLookupError:
                 pass
             self.proc.wait()
-            for fd in (self.keys, self.status):
+            for fd in (self.keys, self.status, self.seeds, self.replies):
                 os.close(fd)
             self.proc.stdin.close()
             self.log.close()
@@ -220,4 +223,57 @@ class ForkedSandbox:
         if run.cpu_seconds is not None:
             run.cpu_seconds = round(run.cpu_seconds + zygote_cpu, 2)
         return run
+
+    # -------------------------------------------------------------- one notebook's probe
+
+    def probe(self, statements, found, seed, scratch, *, timeout, limits):
+        """Probe the definitions in a process the zygote forks; ({exercise: None or why}, problems, CPU seconds).
+
+        The probe gets a user id and an empty folder of its own; the seed goes to it on its pipe
+        once it says its definitions are loaded; its records come back on another (`probe`).
+        """
+        from course_lib.grading import probe
+        from course_lib.grading.run import give_to
+        from course_lib.grading.sandbox import sandbox_uid
+        todo, recorded, problems, cpu = list(found), {}, [], 0.0
+        while todo:
+            if self.proc is None or self.proc.poll() is not None:
+                self._end()
+                self._start()
+            self.runs += 1
+            uid, folder, ident = sandbox_uid(), self.work / f"probe-{secrets.token_hex(8)}", self.runs
+            folder.mkdir(mode=0o700)   # empty: nothing of the notebook's copy is in reach
+            give_to(folder, uid)
+            self._drain()
+            order = dict(probe.order_for(statements, todo, uid, limits), id=ident, folder=str(folder),
+                         env=sandbox_env(folder, dict(THREADS, MPLBACKEND="agg", PYTHONDONTWRITEBYTECODE="1")))
+            said = []
+            try:
+                self._send({"probe": order})
+                got, said = probe.collect(probe.Replies(self.replies), todo, scratch, timeout,
+                                          lambda: self._send({"id": ident, "seed": int(seed)}, self.seeds),
+                                          lambda: self.proc.poll() is None)
+                if any(got.values()) or len(got) < len(todo):
+                    self._send({"stop": True})
+                report = self._report(CLEAR_TIMEOUT)
+                while report and report[0] != "probed":
+                    report = self._report(CLEAR_TIMEOUT)
+                if report:
+                    cpu += float(report[2])
+                else:
+                    self._end()
+            except (BrokenPipeError, OSError) as e:
+                got = {other.name: f"the grading sandbox could not be reached ({e})" for other in todo}
+                self._end()
+            shutil.rmtree(folder, ignore_errors=True)
+            problems = problems or said
+            recorded.update(got)
+            todo = [e for e in todo if e.name not in recorded]
+        return recorded, problems, round(cpu, 3)
+
+    def _drain(self):
+        """Empty the replies pipe of what a killed probe left half-written (its writers are all gone)."""
+        while select.select([self.replies], [], [], 0)[0]:
+            if not os.read(self.replies, 1 << 20):
+                break
 

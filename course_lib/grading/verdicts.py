@@ -1,8 +1,8 @@
 """Decide verdicts: one Result per exercise from the grader's replay of its record, with the reason in words.
 
-An exercise passes only when the grader's own checker, replayed on what the notebook
-recorded (`replay`), printed the lesson's stored pass line. Nothing the notebook printed
-counts. When it did not pass, the reason comes from the replay's feedback, or, where the
+An exercise passes only when the grader's own checker, replayed on what the grader's probe
+of the notebook's definitions recorded (`probe`, `replay`), printed the lesson's stored pass
+line. Nothing the notebook's run printed or wrote counts. When it did not pass, the reason comes from the replay's feedback, or, where the
 check did not end normally or left no record, from nbval's per-cell records (the kernel
 died, a time limit, never reached): `failed` or `not run`, with the first cause named.
 """
@@ -55,8 +55,8 @@ def verdicts(cells, placements, settings, stopped=None, replayed=None, pass_line
                 results.append(Result(p.exercise, "passed", feedback, p.points, p.points, done, total))
                 continue
             if not _ended_early(cell):
-                results.append(Result(p.exercise, "failed", _cause(p, cells, settings) + feedback,
-                                      0, p.points, done, total))
+                results.append(Result(p.exercise, "failed", _cause(p, cells, settings) + feedback
+                                      + _notebook_said(cell, feedback, p.exercise), 0, p.points, done, total))
                 continue
         status, feedback = _why(cell, p, cells, settings, died, hung, limit, stopped)
         if got is None and status == "failed" and not _ended_early(cell) and p.defined_in is not None \
@@ -66,6 +66,18 @@ def verdicts(cells, placements, settings, stopped=None, replayed=None, pass_line
                         "replay of that record passes an exercise, never a printed line")
         results.append(Result(p.exercise, status, feedback, 0, p.points, None, total))
     return results
+
+
+def _notebook_said(cell, feedback, exercise):
+    """What the check said in the notebook's own run, when the probe's check of its definitions alone
+    differs in a way that state of the notebook's explains (a name it lacks; a pass there), else ''."""
+    said = ((cell or {}).get("stdout") or "").strip()
+    passed_there = re.fullmatch(rf"{re.escape(exercise)}: \d+ checks passed", said) is not None
+    if not said or said in feedback or not (passed_there or "NameError" in feedback):
+        return ""
+    from course_lib.grading.replay import _shown
+    return (f"\n(in your notebook's own run, where every cell had run, the check said: {_shown(said[:3000])}; "
+            f"the grader checks your definitions alone)")
 
 
 def _ended_early(cell):
