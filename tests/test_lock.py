@@ -162,3 +162,13 @@ def test_the_readme_names_the_locked_torch(entries):
     # README's command for a CPU build of torch installs the lock's version, which setup then keeps
     named = re.findall(r"torch==([0-9][^\s`]*)", (ROOT / "README.md").read_text(encoding="utf-8"))
     assert named and {Version(v) for v in named} == {pins_here(entries)["torch"]}, named
+
+
+def test_ci_installs_the_locked_torch_and_playwright(entries):
+    # .ci/run installs torch before make setup and playwright after it: both at the lock's versions
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    torch_line = next(line for line in ci.splitlines() if re.match(r"phase .*pip install.*torch", line))
+    (spec,) = re.findall(r'"(\$\(sed [^"]+\))"', torch_line)
+    done = subprocess.run(["bash", "-c", f"echo {spec}"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.stdout.strip() == f"torch=={pins_here(entries)['torch']}", (torch_line, done.stdout, done.stderr)
+    assert re.search(r"pip install .*playwright -c requirements-lock\.txt", ci), "CI's playwright is not the lock's"
