@@ -118,3 +118,5 @@ def test_gpu_prediction_is_close_only_within_a_quarter():
 def test_causal_saving_reads_both_kinds_of_run():
     assert "skips the key blocks" in readings.causal_saving(0.61, 1.0)
     assert "did not show" in readings.causal_saving(36.03, 36.86)
+    partly = readings.causal_saving(6.97, 8.99)                 # 0.78x, a run at load 7
+    assert "somewhat less" in partly and "did not show" not in partly
