@@ -225,7 +225,7 @@ def test_nothing_of_the_attacks_reaches_the_grader_machine(attacked_class):
 def _host_folder(tmp_path):
     host = tmp_path / "host"
     host.mkdir()
-    (host / "host-secret-name.txt").write_text("the instructor's")
+    (host / "__host-secret-name.txt").write_text("the instructor's")  # first of the names it would give
     return host
 
 
@@ -254,8 +254,8 @@ _lib = os.path.join(os.path.dirname(os.getcwd()), "course_lib")
 shutil.rmtree(_lib)
 os.symlink({str(host)!r}, _lib)'''
     notebook = tmp_path / LESSON
-    nbformat.write(_replace_exercise(with_cell(blank(), swap, before_exercise=False),
-                                     exercise_source("return ids[:-1], ids[1:]")), notebook)
+    nbformat.write(_replace_exercise(with_cell(blank(), swap), exercise_source("return ids[:-1], ids[1:]")),
+                   notebook)
     graded = run.grade(notebook, lessons=toy_lessons(tmp_path / "lessons"), sandbox=False, memory_gib=3)
     result = next(r for r in graded.results if r.exercise == EXERCISE)
     assert result.status == "failed" and "changed the grading copy of course_lib (course_lib" in result.feedback, \
@@ -419,3 +419,20 @@ def test_a_sandbox_of_its_own_holds_tmp_to_the_quota(tmp_path, monkeypatch):
                           env=sandbox.sandbox_env(tmp_path), capture_output=True, text=True, timeout=120)
     written, why = done.stdout.split()
     assert why == "ENOSPC" and 6 * 2 ** 20 <= int(written) <= 8 * 2 ** 20, done.stdout + done.stderr
+
+
+def test_the_instructors_guide_names_tests_that_exist():
+    """Every test docs/instructors.md §4 names, in the file it names, is a test there."""
+    from notebook_tools import ROOT
+    text = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
+    section = text[text.index("## 4. The sandbox"):text.index("## 5.")]
+    named = 0
+    for row in (line for line in section.splitlines() if line.startswith("|")):
+        source = None
+        for token in re.findall(r"`([^`]+)`", row.split("|")[-2]):
+            if token.endswith(".py"):
+                source = (ROOT / "tests" / token).read_text(encoding="utf-8")
+            elif token.startswith("test_"):
+                assert source is not None and f"def {token}(" in source, (token, row)
+                named += 1
+    assert named >= 15
