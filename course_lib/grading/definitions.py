@@ -178,7 +178,9 @@ def read_cell(source, where, found):
         kind, reason = _kind(node, imports, constants)
         names = _binds(node)
         if kind in ("def", "class", "import", "constant"):
-            found.statements.append({"where": at, "source": ast.unparse(node), "binds": sorted(names)})
+            reads = sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}) if kind != "import" else []
+            found.statements.append({"where": at, "source": ast.unparse(node), "binds": sorted(names),
+                                     "reads": reads})
         elif kind is None:
             continue
         for name in names:
@@ -384,11 +386,6 @@ def compile_statement(statement, flags=ANNOTATIONS):
 
 def needed(statements):
     """The statements less the imports that bind no name the others read (a lesson's widgets, plots)."""
-    read = set()
-    for s in statements:
-        if not s["source"].startswith(("import ", "from ")):
-            read |= {n.id for n in ast.walk(ast.parse(s["source"])) if isinstance(n, ast.Name)}
-            read |= {n.value.id for n in ast.walk(ast.parse(s["source"]))
-                     if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    read = {name for s in statements for name in s.get("reads", ())}
     return [s for s in statements if not s["source"].startswith(("import ", "from "))
             or set(s["binds"]) & read]

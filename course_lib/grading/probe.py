@@ -16,6 +16,7 @@ Protocol (one JSON line each way, a record's bytes after its line):
 An exercise whose check hangs past its limit, or kills the probe, fails with the reason, and a
 new probe checks the exercises after it.
 """
+import functools
 import io
 import json
 import os
@@ -293,6 +294,13 @@ def _alive(pid):
         return False
 
 
+@functools.lru_cache(maxsize=32)
+def _setup(sources):
+    """The Definitions of a lesson's own code cells (read once per lesson and grading process)."""
+    from course_lib.grading import definitions
+    return definitions.read_sources(list(sources))
+
+
 def probe_notebook(submission, lesson, found, seed, scratch, replayer, *, timeout, root=ROOT,
                    sandboxed=False, limits=None, session=None):
     """({exercise: replay dict}, Definitions of the submission, CPU seconds of the probe) for one notebook.
@@ -303,8 +311,8 @@ def probe_notebook(submission, lesson, found, seed, scratch, replayer, *, timeou
     from course_lib.grading import definitions
     learner = definitions.read_notebook(submission, skip=lambda c: "check" in tags(c))
     names = [e.name for e in found]
-    setup = definitions.read_notebook(lesson, skip=lambda c: bool({"exercise", "check", "question"}
-                                                                 & set(tags(c)))).without(names)
+    setup = _setup(tuple(c.get("source", "") for c in lesson.get("cells", []) if c.get("cell_type") == "code"
+                         and not {"exercise", "check", "question"} & set(tags(c)))).without(names)
     statements = definitions.needed(setup.statements + learner.statements)
     if session is not None:
         recorded, problems, cpu = session.probe(statements, found, seed, scratch, timeout=timeout, limits=limits)
