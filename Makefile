@@ -108,8 +108,11 @@ test-latest:
 # Jupyter refuses to run as root unless told; containers often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# The solved lessons in notebooks/ open read-only (course_lib/lab.py), so that running one,
+# or its autosave, never changes it; the learner works in exercises/.
 lab: setup
 	$(PYTHON) -m jupyterlab $(ALLOW_ROOT) --ServerApp.root_dir=. \
+		--ServerApp.contents_manager_class=course_lib.lab.CourseContents \
 		--LabApp.default_url=/lab/tree/exercises/00_start_here.ipynb
 
 test: setup

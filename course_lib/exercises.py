@@ -6,12 +6,17 @@ The next cell is tagged `check` and calls `check_<name>(<name>)`. A question is 
 cell tagged `question` that calls `answer("<id>", <the right answer>)`; its answer
 becomes `...`, the blank.
 
-    python -m course_lib.exercises            # rewrite exercises/
-    python -m course_lib.exercises --check    # exit 1 if exercises/ is out of date
+    python -m course_lib.exercises            # rewrite exercises/ and the solutions file
+    python -m course_lib.exercises --check    # exit 1 if either is out of date
+
+The same command writes course_lib/checks/solutions.json: each exercise's reference answer,
+which `solution(name)` shows. The learner runs and saves the lessons in notebooks/; the
+package's own file is what no run of a notebook writes over.
 """
 import argparse
 import ast
 import copy
+import json
 import re
 import sys
 import threading
@@ -19,6 +24,7 @@ from pathlib import Path
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = Path(__file__).resolve().parent / "checks" / "solutions.json"
 
 
 # Python 3.11's AST constructor is not safe in threads: the grader, parsing cells of two
@@ -230,6 +236,10 @@ def _bound(statements):
     return bound
 
 
+# Each solved lesson's title ends with this, so that its page reads differently from the working
+# copy's; the working copy's title is the lesson's name alone.
+SOLVED_TITLE = " (solved)"
+
 # The line under each lesson's title that says which copy the learner has open.
 SOLVED_NOTE = ("> **The solved lesson.** Every exercise here is answered, with its outputs. Work in "
                "your own copy, [`exercises/{name}`](../exercises/{name}), where the exercises are "
@@ -244,10 +254,9 @@ WORKING_NOTE = ("> **Your working copy.** The exercises here are blank: write ea
 SOLVED_EXERCISE_NOTE = ("> **Solved here:** the code of `{name}` below is the solution. To write "
                         "it yourself, open [this exercise in your working copy]"
                         "(../exercises/{lesson}#{anchor}).")
-WORKING_EXERCISE_NOTE = ("> **The solution** of `{name}` is in [the solved lesson]"
-                         "(../notebooks/{lesson}#{anchor}), or in a new cell here: "
+WORKING_EXERCISE_NOTE = ("> **The solution** of `{name}`: in a new cell here, "
                          "`from course_lib.checks import solution` and then "
-                         "`solution(\"{name}\")`.")
+                         "`solution(\"{name}\")` shows it.")
 EXERCISE_HEADING = re.compile(r"^#{2,4} .*\bExercise\b.*$", re.MULTILINE)
 
 
@@ -296,7 +305,10 @@ def working_copy(nb, name):
     nb = blank(nb)
     solved, working = SOLVED_NOTE.format(name=name), WORKING_NOTE.format(name=name)
     if nb.cells and nb.cells[0].cell_type == "markdown":
-        nb.cells[0].source = nb.cells[0].source.replace(solved, working)
+        title, *rest = nb.cells[0].source.split("\n", 1)
+        if title.startswith("# ") and title.endswith(SOLVED_TITLE):
+            title = title[: -len(SOLVED_TITLE)]
+        nb.cells[0].source = "\n".join([title, *rest]).replace(solved, working)
     for i, _, solved, working in notes:
         nb.cells[i].source = nb.cells[i].source.replace(solved, working)
     return nb
@@ -330,6 +342,34 @@ def build(src=ROOT / "notebooks", dst=ROOT / "exercises"):
     return sorted(want)
 
 
+def solutions_text(src=ROOT / "notebooks"):
+    """The solutions file's text: {"solutions": {exercise: {"lesson", "source"}}}, the source being
+    the exercise cell with its BEGIN/END markers taken out."""
+    import nbformat  # here, not at load (see expected_files)
+
+    found = {}
+    for path in sorted(Path(src).glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for name, i, _ in exercises(nb):
+            kept = [line for line in nb.cells[i].source.splitlines() if line.strip() not in (BEGIN, END)]
+            found[name] = {"lesson": path.name, "source": "\n".join(kept)}
+    doc = {"written_by": "python -m course_lib.exercises, from the lessons in notebooks/",
+           "solutions": found}
+    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+
+
+def solutions_stale(src=ROOT / "notebooks", path=SOLUTIONS):
+    """Whether the solutions file at `path` is missing or not what `src` makes."""
+    path = Path(path)
+    return not path.is_file() or path.read_text(encoding="utf-8") != solutions_text(src)
+
+
+def write_solutions(src=ROOT / "notebooks", path=SOLUTIONS):
+    """Write the solutions file; returns its path."""
+    Path(path).write_text(solutions_text(src), encoding="utf-8")
+    return Path(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
@@ -339,9 +379,12 @@ def main(argv=None):
         out_of_date = stale()
         for name in out_of_date:
             print(f"exercises/{name} is out of date; run `python -m course_lib.exercises`")
-        return 1 if out_of_date else 0
+        if solutions_stale():
+            print(f"{SOLUTIONS.relative_to(ROOT)} is out of date; run `python -m course_lib.exercises`")
+        return 1 if out_of_date or solutions_stale() else 0
     for name in build():
         print(f"wrote exercises/{name}")
+    print(f"wrote {write_solutions().relative_to(ROOT)}")
     return 0
 
 

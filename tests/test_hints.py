@@ -79,6 +79,6 @@ def test_solution_shows_the_lessons_own_answer(lesson, name, source, capsys):
     assert name in help_._solutions_shown
 
 
-def test_solution_without_the_lessons_says_where_they_live(tmp_path):
-    with pytest.raises(ValueError, match="notebooks/ folder, which is not at"):
-        help_.solution_source("softmax", lessons=tmp_path)
+def test_solution_without_its_file_says_where_it_lives(tmp_path):
+    with pytest.raises(ValueError, match="solutions.json, which is missing or unreadable"):
+        help_.solution_source("softmax", path=tmp_path / "solutions.json")

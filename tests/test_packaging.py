@@ -71,3 +71,8 @@ def test_every_module_imports_from_the_wheel(wheel, tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"importing from the wheel failed:\n{done.stderr[-3000:]}"
     assert done.stdout.strip() == "ok"
+
+
+def test_wheel_holds_the_solutions_that_solution_shows(wheel):
+    with zipfile.ZipFile(wheel) as zf:
+        assert "course_lib/checks/solutions.json" in zf.namelist()

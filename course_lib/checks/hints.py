@@ -3,14 +3,16 @@
 Each lesson's checks module (course_lib/checks/lessonNN.py) holds a HINTS dict beside its
 checkers: for each exercise, two or three hints, the first about the idea, the second about
 the usual mistake, a third (where it helps) about the shape of the code. None holds a line of
-the answer. `solution(name)` shows the reference answer from the lesson in notebooks/; the
-check still runs on the learner's own function either way.
+the answer. `solution(name)` shows the reference answer, read from the package's own
+course_lib/checks/solutions.json (written from notebooks/ by `python -m course_lib.exercises`),
+which no run of a lesson saves over; the check still runs on the learner's own function either way.
 """
+import json
 from pathlib import Path
 
 from course_lib.checks.rendering import refusals
 from course_lib.checks.tables import hints_of, lesson_modules
-from course_lib.exercises import BEGIN, END, ROOT, exercises
+from course_lib.exercises import SOLUTIONS
 
 _shown = {}            # exercise -> the highest hint shown in this kernel
 _solutions_shown = set()
@@ -60,24 +62,20 @@ def solution_intro(name, lesson):
             f"the function you write: type it into the exercise cell, run it, then run the check.")
 
 
-def solution_source(name, lessons=ROOT / "notebooks"):
-    """The reference answer of exercise `name`: its cell in the lesson, the markers taken out."""
-    lessons = Path(lessons)
-    paths = sorted(lessons.glob("[0-9][0-9]_*.ipynb"))
-    if not paths:
-        raise ValueError(f"the reference solutions live in the course's notebooks/ folder, which "
-                         f"is not at {lessons}; open the course from its own folder")
-    import nbformat  # here, not at load: every lesson's kernel imports this module
-
-    for path in paths:
-        nb = nbformat.read(path, as_version=4)
-        for exercise, i, _ in exercises(nb):
-            if exercise == name:
-                lines = nb.cells[i].source.splitlines()
-                kept = [line for line in lines if line.strip() not in (BEGIN, END)]
-                return path.name, "\n".join(kept)
-    _known(name, all_hints())
-    raise ValueError(f"exercise {name!r} has hints but no cell in {lessons}")
+def solution_source(name, path=SOLUTIONS):
+    """(lesson file name, reference answer) of exercise `name`, from the package's solutions file."""
+    path = Path(path)
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))["solutions"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError(f"the reference solutions live in {path}, which is missing or unreadable; "
+                         f"run `python -m course_lib.exercises` (make exercises) in the course's "
+                         f"folder to write it") from None
+    if name not in found:
+        _known(name, all_hints())
+        raise ValueError(f"exercise {name!r} has hints but no solution in {path}; run "
+                         f"`python -m course_lib.exercises` to write it again")
+    return found[name]["lesson"], found[name]["source"]
 
 
 @refusals
