@@ -38,6 +38,13 @@ def test_only_definitions_imports_and_constants_are_kept_from_every_cell():
     assert "X = torch.zeros(D)" in found.why_missing("X")
 
 
+def test_the_probe_loads_only_the_imports_its_definitions_read():
+    found = read("import math\nimport ipywidgets as widgets\nfrom numpy import *\nimport torch",
+                 "def f(x):\n    return math.sqrt(exp(x))")
+    assert [s["source"] for s in definitions.needed(found.statements)] == [
+        "import math", "from numpy import *", "def f(x):\n    return math.sqrt(exp(x))"]
+
+
 @pytest.mark.parametrize("cells, name, words", [
     (["exec('def f(x):\\n    return x')"], "f", "through exec"),
     (["globals()['f'] = len"], "f", "through exec, eval, globals()"),

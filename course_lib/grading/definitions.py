@@ -388,4 +388,4 @@ def needed(statements):
     """The statements less the imports that bind no name the others read (a lesson's widgets, plots)."""
     read = {name for s in statements for name in s.get("reads", ())}
     return [s for s in statements if not s["source"].startswith(("import ", "from "))
-            or set(s["binds"]) & read]
+            or not s["binds"] or set(s["binds"]) & read]   # (a `from m import *` binds what it binds)
