@@ -121,3 +121,18 @@ def test_the_page_opened_offline_in_chromium(graded):
     assert re.findall(r"\btotal\s+(\d+ of \d+) points", text) == ["2 of 7"]   # the one total
     assert "def softmax(x, axis=-1):" in text.split("The reference answer to 'softmax'")[1][:400]
     assert "Exercise 'softmax': the result contains inf or NaN" in text
+
+
+def test_a_term_note_sets_the_pages_one_total_and_its_removal_puts_the_checks_back(graded, tmp_path):
+    from course_lib.grading.feedback import set_term_note
+    page = tmp_path / "page.html"
+    shutil.copyfile(graded[2], page)
+
+    def totals():
+        return re.findall(r'<strong class="total" data-checks="[^"]*">([^<]*)</strong>',
+                          page.read_text(encoding="utf-8"))
+    assert totals() == ["2 of 7 points"]
+    set_term_note(page, ["Handed in late: 25% off.", "Points that count: 1.5 of 7."])
+    assert totals() == ["1.5 of 7 points"]
+    set_term_note(page, [])
+    assert totals() == ["2 of 7 points"]

@@ -84,7 +84,13 @@ def feedback_html(graded, learner=""):
     body = _SCRIPT.sub("", body)   # nbconvert's MathJax, require.js, mermaid, widgets: all from the network
     for token, trusted in extra.items():
         body = re.sub(rf"<pre>\s*{token}\s*</pre>", lambda m: trusted, body)
+    body = _TOTAL.sub(lambda m: f'<strong class="total" data-checks="{m.group(1)}">{m.group(1)} points</strong>',
+                      body, count=1)   # the summary's total, which a term note may set (set_term_note)
     return maths.put_back(body, formulas)
+
+
+_TOTAL = re.compile(r"<strong>([\d.]+ of [\d.]+) points</strong>")
+_MARKED_TOTAL = re.compile(r'<strong class="total" data-checks="([\d.]+ of [\d.]+)">[^<]*</strong>')
 
 
 _SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
@@ -414,6 +420,12 @@ def set_term_note(page, lines):
         match = re.search(r"<body[^>]*>", body)
         at = match.end() if match else 0
         body = body[:at] + note + body[at:]
+    # the page's one total: the points that count where the gradebook set them, else the checks'
+    counted = next((re.fullmatch(r"Points that count: ([\d.]+ of [\d.]+)\.", line) for line in lines
+                    if line.startswith("Points that count: ")), None)
+    body = _MARKED_TOTAL.sub(lambda m: f'<strong class="total" data-checks="{m.group(1)}">'
+                                       f'{counted.group(1) if counted else m.group(1)} points</strong>',
+                             body, count=1)
     if body != text:
         page.write_text(body, encoding="utf-8")
 
