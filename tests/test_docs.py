@@ -10,12 +10,14 @@ silently; those of another branch's features are listed in PENDING_MERGE, report
 (a warning each), and fail the test when the guide no longer has them.
 """
 import csv
+import json
 import re
 import shlex
 import subprocess
 import sys
 import threading
 import warnings
+import zipfile
 
 import nbformat
 import pytest
@@ -87,16 +89,25 @@ def test_readme_is_for_learners_and_newcomers():
 
 @pytest.fixture(scope="module")
 def tiny_class(tmp_path_factory):
-    """A folder to run the guide's commands in: submissions/ of 3 learners and a roster."""
+    """A folder to run the guide's commands in: Canvas's submissions zip of 3 learners, and a roster.
+
+    Each entry is named as Canvas names it; bob handed in twice (the second upload, `-1`, wins),
+    and a PDF is in it too, which collect lists, not places. Every time is before the guide's
+    due times (collect makes each lesson's timestamp.txt from it)."""
     here = tmp_path_factory.mktemp("guide")
     blank = read(ROOT / "exercises" / "00_start_here.ipynb")
     wrong = next(w for w in WRONG if w.exercise == "next_token_targets" and w.inject)
     learners = {"ada": fill(blank, REFERENCE),
                 "bob": fill(blank, {**REFERENCE, wrong.exercise: wrong.body}),
                 "cy": blank}
-    for learner, nb in learners.items():
-        (here / "submissions" / learner).mkdir(parents=True)
-        nbformat.write(nb, here / "submissions" / learner / "00_start_here.ipynb")
+    names = {"ada": "lovelaceada_4821_90001_", "bob": "babbagebob_4822_90002_", "cy": "cy_late_4823_90003_"}
+    with zipfile.ZipFile(here / "canvas-submissions.zip", "w") as download:
+        download.writestr(zipfile.ZipInfo("babbagebob_4822_90000_00_start_here.ipynb", (2026, 12, 1, 9, 0, 0)),
+                          nbformat.writes(blank))
+        for learner, nb in learners.items():
+            name = names[learner] + ("00_start_here-1.ipynb" if learner == "bob" else "00_start_here.ipynb")
+            download.writestr(zipfile.ZipInfo(name, (2026, 12, 1, 10, 0, 0)), nbformat.writes(nb))
+        download.writestr(zipfile.ZipInfo("cy_late_4823_90004_notes.pdf", (2026, 12, 1, 10, 0, 0)), b"%PDF")
     (here / "roster.csv").write_text("learner,lms_id,email\nada,4821,ada@example.edu\n"
                                      "bob,4822,bob@example.edu\ncy,4823,cy@example.edu\n")
     (here / "overrides.csv").write_text("learner,lesson,exercise,points,comment\n"
@@ -110,7 +121,7 @@ def _run(command, here):
     argv = shlex.split(command)
     if argv[0] == ".venv/bin/python":
         argv[0] = sys.executable
-    if "--class" in argv and sandbox.unavailable() is not None:
+    if "--class" in argv and "return" not in argv and sandbox.unavailable() is not None:
         argv.append("--no-sandbox")  # a machine without bubblewrap: the test says so below
     done = subprocess.run(argv, cwd=here, capture_output=True, text=True, timeout=900)
     return done.returncode, done.stdout + done.stderr
@@ -118,6 +129,39 @@ def _run(command, here):
 
 def _check_exercises(code, output, here):
     assert code == 0, output
+
+
+def _check_collected(code, output, here):
+    assert code == 0, output
+    for learner in ("ada", "bob", "cy"):
+        lesson = here / "submissions" / learner / "00_start_here"
+        assert (lesson / "00_start_here.ipynb").is_file() and (lesson / "timestamp.txt").is_file(), output
+    assert "not placed: cy_late_4823_90004_notes.pdf: not a notebook" in output
+    assert "not placed: babbagebob_4822_90000_00_start_here.ipynb: an older file" in output
+    # bob's -1 upload (his answers), not the older blank one
+    bob = (here / "submissions" / "bob" / "00_start_here" / "00_start_here.ipynb").read_text(encoding="utf-8")
+    blank = (ROOT / "exercises" / "00_start_here.ipynb").read_text(encoding="utf-8")
+    assert bob.count("NotImplementedError(") < blank.count("NotImplementedError(")
+
+
+def _check_term_shown(code, output, here):
+    assert code == 0, output
+    assert "--roster: 3 learner(s)" in output and "--partial: (none)" in output
+
+
+def _check_returned(code, output, here):
+    assert code == 0, output
+    assert sorted(p.relative_to(here / "feedback-back").as_posix()
+                  for p in (here / "feedback-back").rglob("*.html")) == [
+        f"{n}/00_start_here.html" for n in ("ada", "bob", "cy")]
+
+
+def _check_returned_canvas(code, output, here):
+    assert code == 0, output
+    with zipfile.ZipFile(here / "feedback-canvas" / "canvas-00_start_here.zip") as z:
+        assert sorted(z.namelist()) == ["babbagebob_4822_90002_00_start_here_feedback.html",
+                                        "cy_late_4823_90003_00_start_here_feedback.html",
+                                        "lovelaceada_4821_90001_00_start_here_feedback.html"]
 
 
 def _check_graded(code, output, here):
@@ -169,6 +213,9 @@ def _check_costs(code, output, here):
 
 def _check_one_learner(code, output, here):
     assert code == 0, output
+    seed = _book(here)["ada", "next_token_targets"]["seed"]
+    page = (here / "grades" / "feedback" / "ada" / "00_start_here.html").read_text(encoding="utf-8")
+    assert seed and f"Graded with seed {seed}" in page
     assert "ada/00_start_here.ipynb: unchanged" not in output and "ada/00_start_here.ipynb" in output
     assert output.count("unchanged since it was graded, kept") == 0, output  # only ada, forced
     assert {learner for learner, _ in _book(here)} == {"ada", "bob", "cy"}  # the others' rows stay
@@ -186,7 +233,7 @@ def _check_late(code, output, here):
     assert code == 0, output
     rows = _book(here).values()
     assert all(r["submitted"] for r in rows)
-    # handed in (the files' times) before 2026-12-08: on time, no penalty
+    # handed in (the zip's times, in each lesson's timestamp.txt) before 2026-12-08: on time
     assert {(r["lateness"], r["penalty"]) for r in rows} == {("0:00:00", "0%")}, rows
 
 
@@ -202,21 +249,38 @@ def _check_merged(code, output, here):
     assert all(merged[k]["status"] == parts[k]["status"] for k in merged)
 
 
+def _check_gradescope(code, output, here):
+    assert code == 0, output
+    with zipfile.ZipFile(here / "autograder.zip") as z:
+        config = json.loads(z.read("gradescope.json"))
+        assert {"setup.sh", "run_autograder", "notebooks/00_start_here.ipynb"} <= set(z.namelist())
+    assert config["lesson"] == "00_start_here" and config["late_penalty"] == "10%/day"
+
+
 GRADE = ".venv/bin/python -m course_lib.grading --class submissions/ --out grades/ --roster roster.csv"
 # (the command, how to check what it did); a command that appears twice is checked by the
 # next checker each time.
 CLASS = ".venv/bin/python -m course_lib.grading --class submissions/"
 KNOWN = {
     ".venv/bin/python -m course_lib.exercises --check": [_check_exercises],
-    GRADE: [_check_graded, _check_regraded],
+    ".venv/bin/python -m course_lib.grading collect canvas-submissions.zip --into submissions/ --roster roster.csv":
+        [_check_collected],
+    GRADE: [_check_graded],
+    ".venv/bin/python -m course_lib.grading --show-term --out grades/": [_check_term_shown],
+    CLASS + " --out grades/": [_check_regraded],
     CLASS + " --out grades/ --solution-costs 0.5": [_check_costs],
-    CLASS + " --out grades/ --learner ada --force": [_check_one_learner],
+    CLASS + " --out grades/ --learner ada --force --same-seed": [_check_one_learner],
     CLASS + " --out grades/ --partial --overrides overrides.csv": [_check_partial_and_overrides],
     CLASS + " --out grades/ --due 00=2026-12-08T17:00,01=2026-12-15T17:00 --late-penalty 10%/day": [_check_late],
     CLASS + " --out grades-1/ --shard 1/2": [_check_shard],
     CLASS + " --out grades-2/ --shard 2/2": [_check_shard],
     ".venv/bin/python -m course_lib.grading merge grades-1/ grades-2/ --out grades/": [_check_merged],
     GRADE + " --export canvas --export moodle": [_check_exported],
+    ".venv/bin/python -m course_lib.grading return grades/ --into feedback-back/": [_check_returned],
+    ".venv/bin/python -m course_lib.grading return grades/ --into feedback-canvas/ --lms canvas --class submissions/":
+        [_check_returned_canvas],
+    ".venv/bin/python -m course_lib.grading gradescope --lesson 00 --out autograder.zip --late-penalty 10%/day":
+        [_check_gradescope],
 }
 
 
@@ -313,7 +377,7 @@ def test_every_command_in_the_instructors_guide_runs(tiny_class, capsys):
 
 
 def test_the_guides_roster_example_is_one_the_export_reads(tmp_path):
-    from course_lib.grading.export import read_lms_roster
+    from course_lib.grading.roster import read_roster
     (example,) = fenced(GUIDE, "csv")
     (tmp_path / "roster.csv").write_text(example)
-    assert [e["lms_id"] for e in read_lms_roster(tmp_path / "roster.csv")] == ["4821", "4822"]
+    assert [e["lms_id"] for e in read_roster(tmp_path / "roster.csv")] == ["4821", "4822"]

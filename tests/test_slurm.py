@@ -44,6 +44,20 @@ def test_the_script_refuses_a_bad_number_of_shards(tmp_path):
     assert done.returncode == 2 and "usage:" in done.stderr and "SHARDS" in done.stderr
 
 
+def test_the_guide_shows_the_scripts_own_lines():
+    """docs/instructors.md shows the lines of the script that submit the jobs (its ```sh block in
+    section 9): each must be a line of the script as it is, so the guide cannot drift from it."""
+    guide = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
+    section = guide[guide.index("## 9. Classes larger than a machine"):]
+    section = section[:section.index("\n## ", 1)]
+    (block,) = re.findall(r"^```sh\n(.*?)^```", section, re.MULTILINE | re.DOTALL)
+    script = {line.strip() for line in SCRIPT.read_text(encoding="utf-8").splitlines()}
+    shown = [line.strip() for line in block.splitlines() if line.strip()]
+    assert len(shown) >= 8 and any("--dependency=afterany" in line for line in shown)
+    assert [line for line in shown if line not in script] == []
+    assert "docs/slurm/grade-class.sh" in section and "CPUS_PER_SHARD" in section
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -14,8 +14,8 @@
 #
 # Resources, from the environment (the defaults fit a node of 2 CPUs and 4 GB):
 #   CPUS_PER_SHARD=1     CPUs of each shard, and the notebooks it grades at once (--jobs)
-#   MEM_PER_SHARD=3G     memory of each shard: a notebook's kernel may take up to 4 GiB of
-#                        address space (--memory), but lesson 00-06 kernels use under 1 GB
+#   MEM_PER_SHARD=3G     memory of each shard (default: 3G per CPU): a shard's log that says a
+#                        kernel died, or Slurm's OUT_OF_MEMORY, asks for more
 #   TIME_PER_SHARD=01:00:00
 #   SBATCH_OPTIONS=      more sbatch options for every job, e.g. "--partition=short --account=cs101"
 #   PYTHON=              the course's Python (default: .venv/bin/python of the course's folder)
@@ -34,7 +34,12 @@ if ! [ -x "$python" ]; then
     exit 2
 fi
 [ -d "$class" ] || { echo "error: there is no class folder $class" >&2; exit 2; }
-cpus=${CPUS_PER_SHARD:-1} mem=${MEM_PER_SHARD:-3G} time=${TIME_PER_SHARD:-01:00:00}
+cpus=${CPUS_PER_SHARD:-1} time=${TIME_PER_SHARD:-01:00:00}
+if ! [[ $cpus =~ ^[1-9][0-9]*$ ]]; then
+    echo "error: CPUS_PER_SHARD=$cpus should be a number of CPUs, 1 or more" >&2
+    exit 2
+fi
+mem=${MEM_PER_SHARD:-$((3 * cpus))G}
 mkdir -p "$out-slurm"
 options=$(printf ' %q' "$@")
 grade="$(printf %q "$python") -m course_lib.grading --class $(printf %q "$class")$options"
