@@ -83,6 +83,8 @@ def test_moodle_has_a_user_field_column_and_one_grade_column_per_lesson(tmp_path
     assert any("=cmd" in w and "left out" in w for w in warnings)
     for row in table[1:]:
         assert all(re.fullmatch(r"\d+(\.\d+)?", v) for v in row[3:])  # numbers Moodle can read
+    # a grade item Moodle's import creates has a maximum of 100: each lesson's own maximum is said
+    assert any("maximum grade of 100" in w and "00_start_here 3, 01_attention_by_hand 2" in w for w in warnings)
 
 
 def test_learners_missing_from_the_roster_are_listed(tmp_path):

@@ -8,6 +8,7 @@ import csv
 import datetime
 import json
 import os
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
@@ -410,7 +411,7 @@ def real_class(tmp_path_factory):
                 calls=calls)
 
 
-VARYING = ("cpu_seconds",)  # what two gradings of one notebook need not share
+VARYING = ("cpu_seconds", "seed")  # what two gradings of one notebook need not share (each draws its seed)
 
 
 def steady(rows):
@@ -594,3 +595,26 @@ def test_the_grading_modules_import_each_other_without_a_cycle():
         return None
     cycles = [c for c in (cycle_from(m, [m]) for m in sorted(graph)) if c]
     assert not cycles, f"import cycles in course_lib/grading: {cycles[:3]}"
+
+
+def test_the_same_notebook_graded_with_the_same_seed_gets_the_same_feedback(tmp_path):
+    """Lesson 01's attention check draws its inputs from the grading seed: a wrong answer's
+    feedback shows them, so one seed gives one page and another seed another."""
+    from answers import WRONG
+    from course_lib.grading import feedback
+    from notebook_tools import read
+    wrong = next(w for w in WRONG if w.exercise == "attention" and w.name == "ignores the mask")
+    path = tmp_path / "01_attention_by_hand.ipynb"
+    nbformat.write(fill(read(ROOT / "exercises" / path.name), {**REFERENCE, "attention": wrong.body}), path)
+
+    def graded(seed):
+        g = run.grade(path, seed=seed, sandbox=SANDBOXED, cell_timeout=TIMEOUT, notebook_timeout=240,
+                      memory_gib=3)
+        text = next(r.feedback for r in g.results if r.exercise == "attention")
+        page = feedback.feedback_html(g, "ada")
+        return g.seed, text, page
+    first, again, other = graded(7), graded(7), graded(8)
+    assert first[0] == again[0] == 7 and other[0] == 8 and "Graded with seed 7" in first[2]
+    assert "random q (4, 3)" in first[1]        # it failed on random inputs the seed drew
+    assert first[1:] == again[1:]               # the same seed: the same feedback, the same page
+    assert other[1] != first[1]                 # another seed: other inputs in the feedback

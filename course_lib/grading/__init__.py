@@ -18,8 +18,13 @@ The modules follow a notebook's way through grading:
   (`borrowed`: no credit for an exercise answered by course_lib's own implementation);
 - `calls`, `questions` and `help_taken`: read from the notebook's source, never run, the
   answers to the lesson's questions (graded with points) and the hints and solutions asked for;
-- `gradebook` and `feedback`: a class's gradebook.csv, summary.csv, grading.log and pages;
-- `term`: the rules on top of the checks, row by row: `partial` (credit for the share of a
+- `collect`: an LMS's download (Canvas, Moodle, nbgrader) laid out as the class folder, and
+  `roster`: the one reader of the class's roster;
+- `gradebook`, `book` and `feedback`: a class's gradebook.csv, summary.csv, grading.log and
+  pages (`book`: the gradebook's columns and its safe CSV files); `returns`: the pages handed
+  back, as each LMS takes them;
+- `term`: the term, kept in the out folder and handed down as one object: the roster and the
+  rules on top of the checks, row by row: `partial` (credit for the share of a
   check's cases passed), `lateness` (due times, submission times, the penalty rule) and
   `overrides` (points set by hand, with a reason); `shards` grades a class in parts and merges them;
 - `report`, `similarity` and `export`: what leaves the grader for the instructor: report.html,

@@ -1,12 +1,19 @@
-"""The command: `python -m course_lib.grading NOTEBOOK` or `--class FOLDER --out OUT`, and `merge`.
+"""The command: `python -m course_lib.grading NOTEBOOK` or `--class FOLDER --out OUT`, and its tools.
 
+    python -m course_lib.grading collect download.zip --into submissions/      # the LMS's download
     python -m course_lib.grading exercises/01_attention_by_hand.ipynb         # one notebook
     python -m course_lib.grading --class submissions/ --out grades/            # a class
+    python -m course_lib.grading --show-term --out grades/                     # the term kept there
     python -m course_lib.grading merge grades-1/ grades-2/ --out grades/       # shards joined
+    python -m course_lib.grading return grades/ --into back/ [--lms moodle]    # the feedback, handed back
     python -m course_lib.grading gradescope --lesson 00 --out autograder.zip  # Gradescope's autograder
 
-Class mode's options for a term (each rule given is kept in OUT, in term.json and
-overrides.csv, and a later run that does not give it uses the kept one; "none" drops it):
+Class mode's options for a term (--roster, --export, --lessons, --solution-costs and those
+below): each one given is kept in OUT (term.json, with copies of the roster and the
+overrides), and a later run that does not give it uses the kept one; "none" drops it
+(--no-partial for --partial). The exit status is 0 when every learner got their rows,
+whatever they say; 1 when the grader itself failed on a notebook or the instructor's files
+changed; 2 for a usage error.
 
 --partial / --no-partial
     Every exercise earns points x cases passed / cases total (rounded to 3 decimals) where

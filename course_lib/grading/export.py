@@ -1,6 +1,7 @@
 """The gradebook as the CSV an LMS imports: `--export canvas` and `--export moodle`, one column per lesson.
 
-Each learner's LMS identity comes from the roster, a CSV with a header row:
+Each learner's LMS identity comes from the roster (course_lib.grading.roster reads it), a CSV
+with a header row:
 
     learner,lms_id,email
     ada,4821,ada@example.edu
@@ -26,7 +27,9 @@ app/models/gradebook_importer.rb; moodle/moodle, grade/import/csv/classes/load_d
   `username`), and each grade column to a grade item or to "new grade item" (named by its
   header). A grade is a number, or empty or "-" for none. A row whose user field is empty, or
   names no user, stops the whole import, so the export leaves such learners out and lists them.
-  A grade above the site's maximum (100 unless raised) stops it too.
+  A grade above the site's maximum (100 unless raised) stops it too. A grade item the import
+  creates gets a maximum grade of 100, not the lesson's points, so the export prints each
+  lesson's maximum, for the instructor to create the items first.
 """
 from pathlib import Path
 

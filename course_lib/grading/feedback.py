@@ -42,7 +42,9 @@ def feedback_html(graded, learner=""):
     nb.cells = [c for c in nb.cells if not (c.get("cell_type") == "code" and "check" in tags(c))]
     who = re.sub(r"[^\w .@-]", "_", learner)
     head = [f"# Feedback: {graded.lesson or graded.path.name}" + (f", {who}" if who else ""),
-            f"Graded {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}. Each check's result "
+            (f"Graded with seed {graded.seed}: graded again with it, this notebook gives this page again. "
+             if getattr(graded, "seed", None) is not None else
+             f"Graded {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}. ") + "Each check's result "
             f"follows the cell that defines its function, and each question's after its answer, "
             f"with the help asked for. The checks say what they tested; they are feedback, not "
             f"proof.", summary_table(graded)]
@@ -68,6 +70,10 @@ def feedback_html(graded, learner=""):
                 pending.remove(r)
     for r in pending:
         cells.extend(_result_cells(r, graded))
+    own = {id(c) for c in nb.cells}
+    for n, cell in enumerate(cells):   # the cells made here: ids that are the same on every grading
+        if id(cell) not in own and "id" in cell:
+            cell["id"] = f"feedback-{n}"
     nb.cells = cells
     formulas = {}
     for cell in nb.cells:
