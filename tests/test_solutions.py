@@ -120,3 +120,56 @@ def test_the_working_copy_names_the_solution_call_not_a_link_that_opens_at_the_t
         name = note.split("`")[1]
         assert f'`solution("{name}")`' in note
     assert "{lesson}" not in WORKING_EXERCISE_NOTE
+
+
+def test_jupyter_started_as_make_lab_starts_it_refuses_to_save_a_solved_lesson(tmp_path):
+    """The server `make lab` starts (its contents manager option), over HTTP as JupyterLab uses it."""
+    import secrets
+    import socket
+    import time
+    import urllib.error
+    import urllib.request
+    for folder in ("notebooks", "exercises"):
+        (tmp_path / folder).mkdir()
+        nbformat.write(nbformat.v4.new_notebook(), tmp_path / folder / "00_x.ipynb")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = secrets.token_hex(16)
+    server = subprocess.Popen([sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
+                               f"--ServerApp.root_dir={tmp_path}", f"--ServerApp.port={port}",
+                               "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
+                               "--ServerApp.contents_manager_class=course_lib.lab.CourseContents"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def call(method, path, body=None):
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/contents/{path}", method=method,
+                                         data=None if body is None else json.dumps(body).encode(),
+                                         headers={"Authorization": f"token {token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+    try:
+        for _ in range(240):
+            try:
+                status, solved = call("GET", "notebooks/00_x.ipynb")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.5)
+        else:
+            pytest.fail("the Jupyter server did not start")
+        assert status == 200 and solved["writable"] is False
+        status, working = call("GET", "exercises/00_x.ipynb")
+        assert status == 200 and working["writable"] is True
+        before = (tmp_path / "notebooks" / "00_x.ipynb").read_bytes()
+        content = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+        status, refused = call("PUT", "notebooks/00_x.ipynb", {"type": "notebook", "content": content})
+        assert status == 403 and "work in your own copy, exercises/" in refused["message"]
+        assert (tmp_path / "notebooks" / "00_x.ipynb").read_bytes() == before
+        status, _ = call("PUT", "exercises/00_x.ipynb", {"type": "notebook", "content": content})
+        assert status == 200 and "print(1)" in (tmp_path / "exercises" / "00_x.ipynb").read_text()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
