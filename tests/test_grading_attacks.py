@@ -436,3 +436,18 @@ def test_the_instructors_guide_names_tests_that_exist():
                 assert source is not None and f"def {token}(" in source, (token, row)
                 named += 1
     assert named >= 15
+
+
+def test_a_grader_that_cannot_mount_the_quota_says_why_its_jobs_cannot_share_one_sandbox(
+        monkeypatch):
+    def refused(folder, size):
+        raise OSError(1, "Operation not permitted")
+    monkeypatch.setattr(session, "mount_quota", refused)
+    monkeypatch.setattr(session, "unavailable", lambda: None)
+    monkeypatch.setattr(session.os, "geteuid", lambda: 0)
+    session._no_quota.cache_clear()
+    try:
+        assert session.available() == ("the grader cannot mount a size-capped file system for a job's "
+                                       "notebooks ([Errno 1] Operation not permitted)")
+    finally:
+        session._no_quota.cache_clear()

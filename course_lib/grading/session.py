@@ -16,6 +16,7 @@ It needs a grader running as root (only root can give each notebook a user id of
 on Linux with bubblewrap: `available()` says why not, and the grader then gives each
 notebook a sandbox of its own (`run._run_copy`), as it does for a single notebook.
 """
+import functools
 import json
 import os
 import secrets
@@ -52,6 +53,20 @@ def available():
         return unavailable()
     if os.geteuid() != 0:
         return "only a grader running as root can give each notebook a user id of its own"
+    return _no_quota()
+
+
+@functools.lru_cache(maxsize=1)
+def _no_quota():
+    """Why the grader cannot mount a job's size-capped file system (the notebooks' quota), or None."""
+    folder = tempfile.mkdtemp(prefix="grading-quota-test-")
+    try:
+        mount_quota(folder, 2 ** 20)
+        unmount(folder)
+    except OSError as e:
+        return f"the grader cannot mount a size-capped file system for a job's notebooks ({e})"
+    finally:
+        os.rmdir(folder)
     return None
 
 
@@ -73,6 +88,11 @@ class ForkedSandbox:
         for folder in (self.work, self.records):  # passed through by the notebooks, never listed
             folder.mkdir(mode=0o711)
             folder.chmod(0o711)
+        # the copies, and each notebook's /tmp and /dev/shm, on a file system of DISK_QUOTA bytes:
+        # one notebook at a time, so one quota for all that a notebook writes
+        self.quota = DISK_QUOTA
+        mount_quota(self.work, self.quota)
+        self.mounted = True
         # the copies, and each notebook's /tmp and /dev/shm, on a file system of DISK_QUOTA bytes:
         # one notebook at a time, so one quota for all that a notebook writes
         self.quota = DISK_QUOTA
@@ -178,6 +198,7 @@ class ForkedSandbox:
                  "scratch": str(self.work / f".scratch-{self.runs}")}
         began, ready, stopped, start_failure, status, zygote_cpu = time.monotonic(), None, None, None, None, 0.0
         left = []
+        left = []
         try:
             self._send({"run": order})
             self._send({"id": self.runs, "record": [str(record), key]}, self.keys)
@@ -187,6 +208,9 @@ class ForkedSandbox:
                     stopped = stopped or "the grading sandbox ended while this notebook ran"
                     start_failure = start_failure or (None if ready else stopped)
                     break
+                if report and report[0] == "left":
+                    left = json.loads(bytes.fromhex(report[1]))
+                    continue
                 if report and report[0] == "left":
                     left = json.loads(bytes.fromhex(report[1]))
                     continue
@@ -214,6 +238,10 @@ class ForkedSandbox:
         output = tail(log)
         if self.proc is None or self.proc.poll() is not None:  # what the sandbox said as it ended
             output += "\n(the job's sandbox ended; its own output:)\n" + tail(self.folder / "zygote.log")
+        if left:
+            output += ("\nthe job's sandbox was not empty after this notebook (it is ended, and the "
+                       "next notebook gets a new one): " + printable(", ".join(left[:20])))
+            self._end()
         if left:
             output += ("\nthe job's sandbox was not empty after this notebook (it is ended, and the "
                        "next notebook gets a new one): " + printable(", ".join(left[:20])))
