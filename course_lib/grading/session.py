@@ -93,11 +93,6 @@ class ForkedSandbox:
         self.quota = DISK_QUOTA
         mount_quota(self.work, self.quota)
         self.mounted = True
-        # the copies, and each notebook's /tmp and /dev/shm, on a file system of DISK_QUOTA bytes:
-        # one notebook at a time, so one quota for all that a notebook writes
-        self.quota = DISK_QUOTA
-        mount_quota(self.work, self.quota)
-        self.mounted = True
 
     def new_copy(self):
         """An empty folder for a graded copy inside this sandbox."""
@@ -198,7 +193,6 @@ class ForkedSandbox:
                  "scratch": str(self.work / f".scratch-{self.runs}")}
         began, ready, stopped, start_failure, status, zygote_cpu = time.monotonic(), None, None, None, None, 0.0
         left = []
-        left = []
         try:
             self._send({"run": order})
             self._send({"id": self.runs, "record": [str(record), key]}, self.keys)
@@ -208,9 +202,6 @@ class ForkedSandbox:
                     stopped = stopped or "the grading sandbox ended while this notebook ran"
                     start_failure = start_failure or (None if ready else stopped)
                     break
-                if report and report[0] == "left":
-                    left = json.loads(bytes.fromhex(report[1]))
-                    continue
                 if report and report[0] == "left":
                     left = json.loads(bytes.fromhex(report[1]))
                     continue
@@ -238,10 +229,6 @@ class ForkedSandbox:
         output = tail(log)
         if self.proc is None or self.proc.poll() is not None:  # what the sandbox said as it ended
             output += "\n(the job's sandbox ended; its own output:)\n" + tail(self.folder / "zygote.log")
-        if left:
-            output += ("\nthe job's sandbox was not empty after this notebook (it is ended, and the "
-                       "next notebook gets a new one): " + printable(", ".join(left[:20])))
-            self._end()
         if left:
             output += ("\nthe job's sandbox was not empty after this notebook (it is ended, and the "
                        "next notebook gets a new one): " + printable(", ".join(left[:20])))
