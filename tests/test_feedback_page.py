@@ -136,3 +136,23 @@ def test_a_term_note_sets_the_pages_one_total_and_its_removal_puts_the_checks_ba
     assert totals() == ["1.5 of 7 points"]
     set_term_note(page, [])
     assert totals() == ["2 of 7 points"]
+
+
+def test_the_learners_markdown_is_rendered_then_sanitized_and_fetches_nothing():
+    from course_lib.grading import feedback, run, verdicts
+    nb = read(ROOT / "exercises" / "00_start_here.ipynb")
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell(
+        "> quoted, with `$HOME` kept as code and $\\sqrt{d_k}$ drawn\n\n"
+        '<img src="https://example.org/a.png"> ![b](http://example.org/b.png) '
+        '<a href="javascript:alert(1)">x</a> <script>alert(2)</script> <style>p {color: red}</style>'))
+    graded = run.Graded(ROOT / "00_start_here.ipynb", "00_start_here", submission=nb, results=[
+        verdicts.Result("text_to_ids", "failed", "AssertionError: Exercise 'text_to_ids': wrong\nHint: h",
+                        0, 1)])
+    html = feedback.feedback_html(graded, "ada")
+    start = html.index("quoted, with")
+    mine = html[start:html.index("alert(2)", start) + 200]   # the learner's cell as rendered
+    assert "<blockquote>" in html[:html.index("quoted, with")][-200:]
+    assert "<code>$HOME</code>" in mine and 'alt="\\sqrt{d_k}"' in mine
+    assert not re.search(r"""(src|href)=["']?(https?:|//|javascript:)""", mine), mine
+    assert "<script>alert" not in html and "<style>p" not in html
+    assert "&lt;script&gt;alert(2)" in mine
