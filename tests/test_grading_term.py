@@ -485,7 +485,7 @@ def test_every_option_that_shapes_the_gradebook_is_kept_until_changed(fake_class
     folder, out, tmp = fake_class["folder"], fake_class["out"], fake_class["tmp"]
     roster = tmp / "roster.csv"
     roster.write_text('learner,lms_id,email\r\nada,1,a@x.edu\r\nbob,2,b@x.edu\r\ncy,3,c@x.edu\r\n'
-                      'dee,4,d@x.edu\r\n"García, José",5,j@x.edu\r\n', encoding="utf-8")
+                      'dee,4,d@x.edu\r\n"García, José",5,j@x.edu\r\n=cmd,6,\r\n', encoding="utf-8")
     overrides = tmp / "overrides.csv"
     overrides.write_text("learner,lesson,exercise,points,comment\nbob,00,next_token_targets,0.75,lab\n")
     write_learner(folder, "ada", {"text_to_ids": ["failed", 8]}, stamp="2026-12-09 17:00:01 UTC")
@@ -495,7 +495,7 @@ def test_every_option_that_shapes_the_gradebook_is_kept_until_changed(fake_class
     base = ["--class", str(folder), "--no-sandbox", "--no-html"]
     assert cli.main([*base, "--out", str(out), *flags]) == 0   # José is missing: a row, not a failure
     first = read_csv(out / "gradebook.csv")
-    assert rows_of(first, "García, José")["status"] == "missing"
+    assert rows_of(first, "García, José")["status"] == "missing" and rows_of(first, "'=cmd")["status"] == "missing"
     assert not any(r["learner"] in ('"García', "García") for r in first)   # no phantom learner
     roster.unlink()
     overrides.unlink()
@@ -508,7 +508,7 @@ def test_every_option_that_shapes_the_gradebook_is_kept_until_changed(fake_class
     shown = capsys.readouterr().out
     for part in ("--partial: True", "--late-penalty: 10%/day", "--timezone: Europe/Berlin",
                  "--solution-costs: 0.5", "--export: canvas", "--lessons: 00_start_here",
-                 "--roster: 5 learner(s)", "--overrides: 1 line(s)"):
+                 "--roster: 6 learner(s)", "--overrides: 1 line(s)"):
         assert part in shown, shown
     # "none" drops what is kept
     assert cli.main([*base, "--out", str(out), "--roster", "none", "--no-partial",

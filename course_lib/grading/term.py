@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from course_lib.grading.book import write_csv
+from course_lib.grading.book import plain, write_csv
 from course_lib.grading.lateness import late_by, parse_due, parse_penalty, penalty_share, zone
 from course_lib.grading.overrides import STORED, read_overrides, write_overrides
 from course_lib.grading.partial import automatic_points, cases_text, parse_cases, DECIMALS
@@ -113,6 +113,8 @@ def settle(out, given, stems):
             raise ValueError(f"--lessons: no lesson is {', '.join(unknown)}; lessons: {', '.join(stems)}")
     roster_path = None if _is_none(given.roster) else given.roster or (out / ROSTER if (out / ROSTER).exists() else None)
     roster = tuple(read_roster(roster_path)) if roster_path else ()
+    if roster and not given.roster:   # the kept copy: its text made inert (write_csv), undone
+        roster = tuple({k: plain(v) for k, v in e.items()} for e in roster)
     if "moodle" in export and not any(e["lms_id"] or e["email"] for e in roster):
         raise ValueError("--export moodle needs each learner's Moodle ID number or email: give "
                          "--roster a CSV with the columns learner,lms_id,email")
