@@ -19,7 +19,7 @@ import nbformat
 from course_lib.exercises import ROOT
 from course_lib.grading.book import (FORMULA, GRADEBOOK, STATUSES, TERM, group, inert, ordered, plain,
                                      read_rows, write_csv, write_outputs, write_summary)
-from course_lib.grading.feedback import feedback_html
+from course_lib.grading.feedback import write_page
 from course_lib.grading.graded_copy import changed, tree_hash
 from course_lib.grading.lateness import submitted_at
 from course_lib.grading.lessons import LESSONS, _lesson_index, _stamp, lesson_exercises
@@ -280,7 +280,7 @@ def grade_class(folder, out, given=None, run=None, *, lessons=LESSONS, log=print
                 target = out / "feedback" / learner / f"{graded_.lesson}.html"
                 target.parent.mkdir(parents=True, exist_ok=True)
                 try:
-                    target.write_text(feedback_html(graded_, learner), encoding="utf-8")
+                    write_page(graded_, target, learner)   # whole, never half-written
                 except Exception as e:  # nbconvert on an odd notebook: the grades still stand
                     log(f"{learner}/{path.name}: no feedback file ({type(e).__name__}: {e})")
             earned = sum(float(r["points"]) for r in rows)
