@@ -152,8 +152,31 @@ def test_the_zip_holds_gradescopes_scripts_and_the_lesson(autograder):
             "requirements.txt"} <= names
     assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111
     assert config == {"lesson": LESSON, "late_penalty": PENALTY, "partial": False, "solution_costs": None}
-    assert "bubblewrap" in setup and "requirements" in setup
+    assert "bubblewrap" in setup and "-c requirements-lock.txt" in setup
     assert not any("__pycache__" in n for n in names)
+    for script in ("setup.sh", "run_autograder"):  # both parse as bash
+        check = subprocess.run(["bash", "-n", "/dev/stdin"], input=z_text(autograder, script), text=True,
+                               capture_output=True)
+        assert check.returncode == 0, (script, check.stderr)
+
+
+def z_text(path, name):
+    with zipfile.ZipFile(path) as z:
+        return z.read(name).decode()
+
+
+def test_the_rules_can_come_from_a_terms_out_folder(tmp_path):
+    (tmp_path / "grades").mkdir()
+    (tmp_path / "grades" / "term.json").write_text(json.dumps(
+        {"late_penalty": "5%/hour,max=50%", "partial": True, "solution_costs": 0.5, "timezone": "UTC"}))
+    config = gradescope.build("01", tmp_path / "a.zip", term=tmp_path / "grades")
+    assert config == {"lesson": "01_attention_by_hand", "late_penalty": "5%/hour,max=50%", "partial": True,
+                      "solution_costs": 0.5}
+    config = gradescope.build("01", tmp_path / "a.zip", term=tmp_path / "grades", late_penalty="10%/day",
+                              partial=False)
+    assert (config["late_penalty"], config["partial"]) == ("10%/day", False)
+    with pytest.raises(ValueError, match="there is no term.json"):
+        gradescope.build("01", tmp_path / "b.zip", term=tmp_path)
 
 
 def test_the_autograder_gives_the_points_class_mode_gives(graded):
