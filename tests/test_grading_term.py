@@ -487,7 +487,8 @@ def test_every_option_that_shapes_the_gradebook_is_kept_until_changed(fake_class
     roster.write_text('learner,lms_id,email\r\nada,1,a@x.edu\r\nbob,2,b@x.edu\r\ncy,3,c@x.edu\r\n'
                       'dee,4,d@x.edu\r\n"García, José",5,j@x.edu\r\n=cmd,6,\r\n', encoding="utf-8")
     overrides = tmp / "overrides.csv"
-    overrides.write_text("learner,lesson,exercise,points,comment\nbob,00,next_token_targets,0.75,lab\n")
+    overrides.write_text("learner,lesson,exercise,points,comment\nbob,00,next_token_targets,0.75,lab\n"
+                         "=cmd,00,next_token_targets,0.25,excused\n")
     write_learner(folder, "ada", {"text_to_ids": ["failed", 8]}, stamp="2026-12-09 17:00:01 UTC")
     flags = ["--roster", str(roster), "--partial", "--due", "00=2026-12-08T17:00", "--late-penalty",
              "10%/day", "--timezone", "Europe/Berlin", "--overrides", str(overrides),
@@ -501,14 +502,14 @@ def test_every_option_that_shapes_the_gradebook_is_kept_until_changed(fake_class
     overrides.unlink()
     assert cli.main([*base, "--out", str(out), "--force"]) == 0           # no flags: the kept term
     again = read_csv(out / "gradebook.csv")
-    assert again == first
+    assert again == first and rows_of(again, "'=cmd")["override"] == "yes"
     assert (out / "canvas.csv").exists() and (out / "roster.csv").exists()
     capsys.readouterr()
     assert cli.main(["--show-term", "--out", str(out)]) == 0
     shown = capsys.readouterr().out
     for part in ("--partial: True", "--late-penalty: 10%/day", "--timezone: Europe/Berlin",
                  "--solution-costs: 0.5", "--export: canvas", "--lessons: 00_start_here",
-                 "--roster: 6 learner(s)", "--overrides: 1 line(s)"):
+                 "--roster: 6 learner(s)", "--overrides: 2 line(s)"):
         assert part in shown, shown
     # "none" drops what is kept
     assert cli.main([*base, "--out", str(out), "--roster", "none", "--no-partial",

@@ -52,6 +52,7 @@ def read_overrides(path, learners, maxima):
             raise ValueError(f"{where}: {len(fields)} fields, where {len(header)} are wanted "
                              f"({','.join(header)}); quote a comment that holds a comma")
         learner, lesson, exercise, points = (f.strip() for f in fields[:4])
+        learner = plain(learner)   # the kept copy writes a name a spreadsheet would run inert
         comment = plain(fields[4].strip()) if len(fields) == 5 else ""
         if learner not in learners:
             raise ValueError(f"{where}: there is no learner {learner!r} in the class folder, roster "
