@@ -108,6 +108,13 @@ def test_a_moodle_zip_in_folders_or_prefixes_is_laid_out_and_its_other_entries_l
     assert (kept["jose"]["lms_name"], kept["jose"]["lms_id"]) == ("José García", "551")
 
 
+def test_a_moodle_learner_is_found_on_the_roster_by_full_name(tmp_path):
+    """Moodle's participant id is the assignment's own: the roster's `name` column matches instead."""
+    people = roster(tmp_path, "learner,lms_id,full name\njose,J-17,JOSÉ  garcía\nada,A-3,Ada Lovelace\n")
+    placed, _ = collect.collect(moodle_zip(tmp_path / "m.zip"), tmp_path / "class", people)
+    assert sorted(l for l, _, _ in placed) == ["Bob Smith", "ada", "jose"]
+
+
 def test_an_nbgrader_folder_keeps_its_timestamps(tmp_path):
     for student, stamp in (("ada", "2026-12-08 17:04:31.123456 UTC"), ("bob", None)):
         folder = tmp_path / "course" / "submitted" / student / "ps1"

@@ -18,8 +18,9 @@ Each learner's notebook of a lesson goes to `CLASS/{learner}/{lesson}/{lesson}.i
 `timestamp.txt` that late work reads (nbgrader's own, else the zip entry's time: UTC where the
 zip records it, else written without a zone, so that the term's --timezone reads it). A
 learner is named as on the roster where the LMS id in the download (Canvas's user id, Moodle's
-participant id, nbgrader's student id) is a roster entry's `lms_id` (or, for nbgrader, its
-learner name); otherwise as the LMS names them. Of several files of one learner and lesson,
+participant id, nbgrader's student id) is a roster entry's `lms_id` (for nbgrader, also its
+learner name; for Moodle, whose participant id is the assignment's own, also where the
+roster's `name` column is the learner's full name); otherwise as the LMS names them. Of several files of one learner and lesson,
 the newest wins (the later entry time, then the higher `-N`).
 
 Nothing is run: notebooks are copied as bytes. A zip is read as hostile: an entry whose name
@@ -82,6 +83,11 @@ def safe_name(text):
     text = unicodedata.normalize("NFC", text).strip()
     text = "".join("_" if ch in '/\\:' or unicodedata.category(ch).startswith("C") else ch for ch in text)
     return text.lstrip(".").strip() or "_"
+
+
+def _folded(name):
+    """A name as compared: NFC, case folded, spaces collapsed."""
+    return " ".join(unicodedata.normalize("NFC", name).casefold().split())
 
 
 # ---------------------------------------------------------------- zips
@@ -288,6 +294,7 @@ def collect(download, into, roster=None, lesson=None, lessons=LESSONS, log=print
     entries = read_roster(roster) if roster else []
     by_id = {e["lms_id"]: e["learner"] for e in entries if e["lms_id"]}
     names = {e["learner"] for e in entries}
+    by_name = {_folded(e["name"]): e["learner"] for e in entries if e["name"]}
     skipped = []
     if download.is_dir():
         found = _from_nbgrader(download, skipped)
@@ -298,8 +305,8 @@ def collect(download, into, roster=None, lesson=None, lessons=LESSONS, log=print
                          f"or an nbgrader submitted/ folder")
     chosen = {}   # (learner, lesson) -> (Found, bytes, how)
     for f in _newest(found):
-        learner = by_id.get(f.lms_id) or (f.lms_id if f.lms == "nbgrader" and f.lms_id in names else None) \
-            or safe_name(f.lms_name)
+        learner = (by_id.get(f.lms_id) or (f.lms_id if f.lms == "nbgrader" and f.lms_id in names else None)
+                   or (by_name.get(_folded(f.lms_name)) if f.lms == "moodle" else None) or safe_name(f.lms_name))
         try:
             data = f.read()
             stem, how = lesson_of(f.file, data, stems, forced, lessons)

@@ -10,7 +10,8 @@ It is read with the csv module, as a spreadsheet writes it: a name with a comma 
 byte-order mark at the start, CRLF line ends and columns the grader does not use (a phone
 number, a first name) are all read for what they are, so a quoted name never becomes two
 learners. Columns are matched by name in any case, with spaces, '-' or '_' as one likes
-(`LMS id` is `lms_id`); `#` starts a comment line. A malformed roster (no learner column in a
+(`LMS id` is `lms_id`; `name` or `full name` is the learner's name as the LMS shows it, which
+`collect` matches a Moodle download by); `#` starts a comment line. A malformed roster (no learner column in a
 CSV, a row with more fields than the header, a learner or an LMS id twice) is a ValueError that
 names the line.
 """
@@ -19,7 +20,7 @@ import io
 from pathlib import Path
 
 # The columns the grader reads, by their key (the name lowercased, letters and digits only).
-COLUMNS = {"learner": "learner", "lmsid": "lms_id", "email": "email",
+COLUMNS = {"learner": "learner", "lmsid": "lms_id", "email": "email", "name": "name", "fullname": "name",
            "sisuserid": "sis_user_id", "sisloginid": "sis_login_id", "section": "section"}
 
 
@@ -46,7 +47,7 @@ def _rows(path):
 
 
 def read_roster(path):
-    """[{learner, lms_id, email, sis_user_id, sis_login_id, section}] from a roster file, in its order.
+    """[{learner, lms_id, email, name, sis_user_id, sis_login_id, section}] from a roster file, in its order.
 
     A roster with no header row gives learners with no ids (and must have one field a row).
     ValueError, with the line, for a malformed roster.

@@ -160,7 +160,7 @@ def keep(out, term, extra=None):
     (out / SETTINGS).write_text(json.dumps({**term.settings, **(extra or {})}, indent=1, sort_keys=True)
                                 + "\n", encoding="utf-8")
     if term.roster:
-        write_csv(out / ROSTER, ["learner", "lms_id", "email", "sis_user_id", "sis_login_id", "section"],
+        write_csv(out / ROSTER, ["learner", "lms_id", "email", "name", "sis_user_id", "sis_login_id", "section"],
                   term.roster)
     else:
         (out / ROSTER).unlink(missing_ok=True)
