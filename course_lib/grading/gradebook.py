@@ -2,9 +2,12 @@
 
 The gradebook is the grader's alone: the learners' notebooks run in sandboxes that do not
 see it, and each file is written whole to a temporary name and then renamed into place.
-A run grades the whole class, some learners of it (`chosen`, merged into the gradebook
-there) or one shard of it (`shard`); the term's rules (partial credit, due times,
-penalties, overrides: course_lib.grading.term) apply to every row it writes.
+A run is given two objects: the term's options (term.Given: the roster and the rules, each
+kept in the out folder until changed) and how this run grades (Run: whom, how many at once,
+the limits). It grades the whole class, some learners of it (`chosen`, merged into the
+gradebook there) or one shard of it (`shard`); the term, settled once (term.settle,
+term.with_class), is the one object every stage after it reads, and its rules apply to every
+row the run writes.
 """
 import contextlib
 import datetime
