@@ -27,7 +27,7 @@ from notebook_tools import ROOT, fill, read
 
 SCRIPT = ROOT / "docs" / "slurm" / "grade-class.sh"
 SBIN = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin" + os.pathsep + "/sbin"
-DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo")
+NEEDED = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo", "scancel")
 SHARDS = 2
 # grading options the recipe passes to every shard and to its last step, as the one-machine run gets them
 OPTIONS = ["--roster", "roster.csv", "--lessons", "00", "--export", "canvas"]
@@ -95,7 +95,7 @@ def _slurm_conf(folder, node):
 def cluster(tmp_path_factory):
     """A running one-node Slurm (munged, slurmctld, slurmd in the foreground, children of this
     test); yields the environment its commands need, and stops the three afterwards."""
-    missing = [name for name in DAEMONS if _which(name) is None]
+    missing = [name for name in NEEDED if _which(name) is None]
     if missing:
         pytest.skip(f"Slurm is not installed here ({', '.join(missing)} missing): apt-get install "
                     f"slurm-wlm munge (.ci/run does)")
@@ -129,6 +129,8 @@ def cluster(tmp_path_factory):
                   60, "the node to be idle", folder)
         yield env
     finally:
+        if len(started) == 3:  # no job of this cluster outlives it (a failed test's shards, say)
+            subprocess.run([_which("scancel"), "--quiet", "--user", "root"], env=env, timeout=30)
         for proc in reversed(started):
             proc.terminate()
             try:
