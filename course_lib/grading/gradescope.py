@@ -57,14 +57,15 @@ SETUP = """\
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder's image (Ubuntu): Python,
 # bubblewrap (the grader's sandbox, used where the container allows it) and the course's packages,
-# in a virtual environment in the course's folder (/autograder/source/.venv).
+# in a virtual environment of their own, /opt/course-venv: outside /autograder, so that a notebook
+# run without a sandbox, as a user other than root, can run Python whatever /autograder's mode.
 set -euo pipefail
 cd "$(dirname "$0")"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq python3 python3-venv python3-pip bubblewrap
-python3 -m venv .venv
-pip=".venv/bin/python -m pip install --quiet"
+python3 -m venv /opt/course-venv
+pip="/opt/course-venv/bin/python -m pip install --quiet"
 # The CPU build of torch first (the lock's version where this Python can take it), so that no
 # CUDA build is fetched; then requirements.txt within the lock's versions, as `make setup` does.
 # The lock is for Python 3.11.5 and newer: on an older one (Ubuntu 22.04's 3.10), the newest
@@ -79,7 +80,7 @@ if ! $pip -r requirements.txt -c requirements-lock.txt; then
 fi
 # the course imports; where the container allows no sandbox, a notebook runs as a user of its own,
 # who must be able to run this Python
-.venv/bin/python -c 'from course_lib.grading.run import unprivileged_python as why; print("setup.sh:", why() or "a user other than root can run this Python")'
+/opt/course-venv/bin/python -c 'from course_lib.grading.run import unprivileged_python as why; print("setup.sh:", why() or "a user other than root can run this Python")'
 """
 
 RUN_AUTOGRADER = """\
@@ -89,7 +90,7 @@ RUN_AUTOGRADER = """\
 root=${AUTOGRADER_ROOT:-/autograder}
 cd "$root/source" || exit 1
 export AUTOGRADER_ROOT=$root
-exec "${COURSE_PYTHON:-$root/source/.venv/bin/python}" -m course_lib.grading.gradescope run
+exec "${COURSE_PYTHON:-/opt/course-venv/bin/python}" -m course_lib.grading.gradescope run
 """
 
 
