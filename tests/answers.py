@@ -38,3 +38,46 @@ def _add_lessons():
 
 
 _add_lessons()
+
+
+def _squeeze(text):
+    """Text without whitespace and parentheses and with one kind of quote, for finding code
+    inside prose (ast.unparse writes f((x for x in y)) where a person writes f(x for x in y))."""
+    import re
+    return re.sub(r"[\s()]+", "", text).replace('"', "'")
+
+
+def giveaways(name):
+    """The calls in exercise `name`'s reference answer (`f(a, b)`, `.view(B, T, H, D)`) that
+    feedback and hints must not hold, squeezed (see `_squeeze`): those of 18 characters or
+    more that the exercise's own statement does not already spell out."""
+    import ast
+    import textwrap
+
+    from course_lib.exercises import BEGIN, END, exercises
+    from notebook_tools import LESSONS, read
+    for path in LESSONS:
+        nb = read(path)
+        for found, i, _ in exercises(nb):
+            if found != name:
+                continue
+            body = nb.cells[i].source.split(BEGIN, 1)[1].split(END, 1)[0]
+            statement = _squeeze(" ".join(c.source for c in nb.cells[max(i - 2, 0):i]
+                                          if c.cell_type == "markdown"))
+            calls = set()
+            for node in ast.walk(ast.parse(textwrap.dedent(body))):
+                if isinstance(node, ast.Call) and (node.args or node.keywords):
+                    text = ast.unparse(node)
+                    if isinstance(node.func, ast.Attribute):   # x.view(...) -> view(...)
+                        text = text[len(ast.unparse(node.func.value)) + 1:]
+                    text = _squeeze(text)
+                    if len(text) >= 18 and text not in statement:
+                        calls.add(text)
+            return calls
+    raise KeyError(name)
+
+
+def gives_away(name, text):
+    """The first call of exercise `name`'s answer that `text` holds (see `giveaways`), or None."""
+    squeezed = _squeeze(text)
+    return next((call for call in sorted(giveaways(name)) if call in squeezed), None)

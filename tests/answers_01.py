@@ -120,7 +120,7 @@ return dict(scores=scaled * math.sqrt(len(q)), scaled=scaled, weights=weights,
     Wrong("softmax", "shifts by the minimum", _softmax(shift="x.min(axis=axis, keepdims=True)"),
           "the mean or the minimum overflow"),
     Wrong("softmax", "shifts by the first entry", _softmax(shift="np.take(x, [0], axis=axis)"),
-          "shift by each slice's maximum"),
+          "shift by each slice's own maximum"),
     Wrong("softmax", "float16 computed in float16, the long sum stalls", """\
 shifted = x - x.max(axis=axis, keepdims=True)
 e = np.exp(shifted)

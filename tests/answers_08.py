@@ -148,6 +148,9 @@ return ((F.silu(g) * u) @ w_down.T).detach().numpy()""",
     Wrong("grouped_query_attention", "a global 8 x 8 mask, sliced",
           _gqa(hidden="torch.ones(8, 8, dtype=torch.bool).triu(1)[:T, :T]"),
           "a causal mask built for this call's T"),
+    Wrong("grouped_query_attention", "a global 128 x 128 mask, sliced",
+          _gqa(hidden="torch.ones(128, 128, dtype=torch.bool).triu(1)[:T, :T]"),
+          "a causal mask built for this call's T"),
     Wrong("grouped_query_attention", "edits the saved softmax in place",
           _gqa(result="(weights.mul_(1.0) @ v.float()).to(q.dtype)"),
           "the backward pass through your function failed"),
@@ -159,6 +162,12 @@ out = (work * r * weight.float()).to(x.dtype)
 r.mul_(1.0)
 return out""", "the backward pass through your function failed"),
     Wrong("rms_norm", "a pair of None", "return None, None", "expected a torch tensor"),
+    Wrong("rms_norm", "computes bfloat16 in bfloat16", """\
+return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight""",
+          "right only to the precision of a computation in half precision"),
+    Wrong("rms_norm", "computes bfloat16 in bfloat16 with rsqrt, the weight first", """\
+return weight * (x * torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + eps))""",
+          "right only to the precision of a computation in half precision"),
     Wrong("rms_norm", "a Python list", _rms(after="(out * weight).to(dtype).tolist()"),
           "expected a torch tensor"),
     Wrong("swiglu", "edits the saved gate in place", """\
@@ -199,6 +208,9 @@ ALTERNATIVES = [
 work = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 normed = work * torch.rsqrt(work.square().mean(dim=-1, keepdim=True) + eps)
 return normed.to(x.dtype) * weight"""),
+    ("rms_norm", "normalised in float32, rounded, then times the weight (Llama's way)", """\
+normed = (x.float() / torch.sqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+return weight * normed"""),
     ("rms_norm", "torch's nn.functional.rms_norm in float32", """\
 work = x.float()
 out = torch.nn.functional.rms_norm(work, (x.shape[-1],), weight.float(), eps)

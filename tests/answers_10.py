@@ -91,6 +91,13 @@ WRONG = [
     Wrong("prefix_lm_mask", "-1e9 for hidden",
           "i, j = np.arange(T)[:, None], np.arange(T)[None, :]\n"
           "return np.where((j <= i) | (j < n_prefix), 0.0, -1e9)", "-1e9 is not -inf"),
+    Wrong("prefix_lm_mask", "indices sliced from a 128-long table",
+          "i, j = np.arange(128)[:T, None], np.arange(128)[None, :T]\n"
+          "return np.where((j <= i) | (j < n_prefix), 0.0, -np.inf)",
+          "not by slicing a table of a fixed size"),
+    Wrong("prefix_lm_mask", "a 64 x 64 causal table, sliced, the prefix opened",
+          "m = np.triu(np.full((64, 64), -np.inf), k=1)[:T, :T].copy()\n"
+          "m[:, :n_prefix] = 0.0\nreturn m", "not by slicing a table of a fixed size"),
     Wrong("prefix_lm_mask", "a torch tensor",
           "i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]\n"
           "return torch.where((j <= i) | (j < n_prefix), 0.0, float('-inf'))", "got a torch tensor"),

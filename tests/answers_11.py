@@ -23,8 +23,22 @@ return counts""",
 return min(counts, key=lambda pair: (-counts[pair], pair))""",
     "merge_pair": _MERGE.format(step=2),
     "encode_piece": """\
-from course_lib.bpe import BPETokenizer
-return BPETokenizer(merges, pattern=None).encode_bytes(bytes(ids))""",
+ranks = {tuple(pair): k for k, pair in enumerate(merges)}
+ids = list(ids)
+while len(ids) > 1:
+    pair = min(zip(ids, ids[1:]), key=lambda p: ranks.get(p, math.inf))
+    if pair not in ranks:
+        break
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+            out.append(256 + ranks[pair])
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    ids = out
+return ids""",
     "decode_tokens": """\
 return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")""",
 }
@@ -194,12 +208,19 @@ return out""", "only while i + 1 < len(ids)"),
           "only one merge was made"),
     Wrong("encode_piece", "merge k makes token k", _IN_ORDER.format(new="k"), "not k"),
     Wrong("encode_piece", "looks up every pair's rank", """\
-from course_lib.bpe import merge_pair
 ranks = {tuple(p): k for k, p in enumerate(merges)}
 ids = list(ids)
 while len(ids) > 1:
     pair = min(zip(ids, ids[1:]), key=lambda p: ranks[p])
-    ids = merge_pair(ids, pair, 256 + ranks[pair])
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+            out.append(256 + ranks[pair])
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    ids = out
 return ids""", "must be skipped, not looked up"),
     # decode_tokens
     Wrong("decode_tokens", "drops invalid bytes",
@@ -214,6 +235,126 @@ return ids""", "must be skipped, not looked up"),
           "the result is bytes"),
     Wrong("decode_tokens", "Latin-1",
           'return b"".join(vocab[i] for i in ids).decode("latin-1")', "as Latin-1"),
+]
+
+# The cases a BPE meets after its first merge (issue 35): ids of 256 and more, a top count of
+# 1, ties between ids of different lengths, repeats in frequent pieces, ids that hold each
+# other's digits, pairs in the other order, and text a decoder must keep as it is.
+WRONG += [
+    Wrong("count_pairs", "pieces as bytes", """\
+counts = {}
+for piece, n in pieces.items():
+    data = bytes(piece)
+    for pair in zip(data, data[1:]):
+        counts[pair] = counts.get(pair, 0) + n
+return counts""", "which bytes(...), bytearray and bytes.replace cannot hold"),
+    Wrong("count_pairs", "a repeat inside a piece adds 1", """\
+counts = {}
+for piece, n in pieces.items():
+    seen = set()
+    for pair in zip(piece, piece[1:]):
+        counts[pair] = counts.get(pair, 0) + (1 if pair in seen else n)
+        seen.add(pair)
+return counts""", "second occurrence in a piece added 1"),
+    Wrong("count_pairs", "keys as text", """\
+counts = {}
+for piece, n in pieces.items():
+    for a, b in zip(piece, piece[1:]):
+        counts[f"{a},{b}"] = counts.get(f"{a},{b}", 0) + n
+return counts""", "as tuples"),
+    Wrong("count_pairs", "keys as NumPy pairs", """\
+counts = {}
+for piece, n in pieces.items():
+    for a, b in zip(np.array(piece, dtype=float), np.array(piece, dtype=float)[1:]):
+        counts[a, b] = counts.get((a, b), 0) + n
+return counts""", "pairs of int ids"),
+    Wrong("count_pairs", "calls train_bpe's counting", """\
+from course_lib.bpe import train_bpe
+train_bpe("ab", 257)
+counts = {}
+for piece, n in pieces.items():
+    for pair in zip(piece, piece[1:]):
+        counts[pair] = counts.get(pair, 0) + n
+return counts""", "which this exercise asks you not to use"),
+    Wrong("best_pair", "None when every count is 1", """\
+best, most = None, 1
+for pair, n in counts.items():
+    if n > most or (n == most and best is not None and pair < best):
+        best, most = pair, n
+return best""", "starts from a best count of 1"),
+    Wrong("best_pair", "ties compared as text",
+          "return min(counts, key=lambda p: (-counts[p], str(p)))", "compared as text"),
+    Wrong("best_pair", "ties by a * 256 + b",
+          "return min(counts, key=lambda p: (-counts[p], p[0] * 256 + p[1]))",
+          "a * 256 + b does not order the pairs"),
+    Wrong("best_pair", "a list instead of a tuple",
+          "return list(min(counts, key=lambda p: (-counts[p], p)))", "not a list"),
+    Wrong("best_pair", "a pair of arrays", """\
+a, b = min(counts, key=lambda p: (-counts[p], p))
+return np.array([a]), np.array([b])""", "should hold two int ids"),
+    Wrong("merge_pair", "merged as text", """\
+text = " ".join(map(str, ids)).replace(f"{pair[0]} {pair[1]}", str(new_id))
+return [int(t) for t in text.split()]""", "merged as text"),
+    Wrong("merge_pair", "merged as text, with commas", """\
+text = ",".join(map(str, ids)).replace(f"{pair[0]},{pair[1]}", str(new_id))
+return [int(t) for t in text.split(",")] if text else []""", "merged as text"),
+    Wrong("merge_pair", "bytes.replace", """\
+return list(bytes(ids).replace(bytes(pair), bytes([new_id])))""",
+          "which bytes(...), bytearray and bytes.replace cannot hold"),
+    Wrong("merge_pair", "calls the course's merge_pair", """\
+from course_lib.bpe import merge_pair as merged
+return merged(ids, pair, new_id)""", "which this exercise asks you not to use"),
+    Wrong("encode_piece", "pairs as unordered", """\
+ranks = {}
+for k, p in enumerate(merges):
+    ranks.setdefault(frozenset(p), k)
+ids = list(ids)
+while len(ids) > 1:
+    found = [(ranks[frozenset(p)], i) for i, p in enumerate(zip(ids, ids[1:]))
+             if frozenset(p) in ranks]
+    if not found:
+        break
+    k = min(found)[0]
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and frozenset(ids[i:i + 2]) == frozenset(merges[k]):
+            out.append(256 + k)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    ids = out
+return ids""", "a merge is an ordered pair"),
+    Wrong("encode_piece", "merges as bytes", """\
+data = bytes(ids)
+for k, (a, b) in enumerate(merges):
+    data = data.replace(bytes([a, b]), bytes([256 + k]))
+return list(data)""", "which bytes(...), bytearray and bytes.replace cannot hold"),
+    Wrong("encode_piece", "the course's tokenizer", """\
+from course_lib.bpe import BPETokenizer
+return BPETokenizer(merges, pattern=None).encode_bytes(bytes(ids))""",
+          "which this exercise asks you not to use"),
+    Wrong("decode_tokens", "stripped", """\
+return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace").rstrip()""",
+          "whitespace at the end was removed"),
+    Wrong("decode_tokens", "utf-8-sig", """\
+return b"".join(vocab[i] for i in ids).decode("utf-8-sig", errors="replace")""",
+          "the byte-order mark at the start was dropped"),
+    Wrong("decode_tokens", "NFC", """\
+import unicodedata
+return unicodedata.normalize("NFC", b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace"))""",
+          "normalised (NFC)"),
+    Wrong("decode_tokens", "NFKC", """\
+import unicodedata
+return unicodedata.normalize("NFKC", b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace"))""",
+          "normalised (NFKC)"),
+    Wrong("decode_tokens", "token by token when the whole is not UTF-8", """\
+data = b"".join(vocab[i] for i in ids)
+try:
+    return data.decode("utf-8")
+except UnicodeDecodeError:
+    return "".join(vocab[i].decode("utf-8", errors="replace") for i in ids)""",
+          "when the joined bytes were not valid UTF-8"),
 ]
 
 ALTERNATIVES = [
@@ -262,6 +403,50 @@ while len(ids) >= 2:
             i += 1
     ids = out
 return ids"""),
+    ("count_pairs", "defaultdict over indices, NumPy ints", """\
+from collections import defaultdict
+counts = defaultdict(int)
+for piece, n in pieces.items():
+    row = np.array(piece, dtype=np.int64)
+    for i in range(len(row) - 1):
+        counts[row[i].item(), row[i + 1].item()] += n
+return dict(counts)"""),
+    ("best_pair", "max with the key (count, -a, -b)", """\
+return max(counts, key=lambda p: (counts[p], -p[0], -p[1]))"""),
+    ("best_pair", "sorted pairs, then the first of the top count", """\
+top = max(counts.values())
+return sorted(p for p in counts if counts[p] == top)[0]"""),
+    ("merge_pair", "a list copy and index arithmetic", """\
+out = []
+i = 0
+n = len(ids)
+while i < n:
+    if i < n - 1 and ids[i] == pair[0] and ids[i + 1] == pair[1]:
+        out += [new_id]
+        i += 2
+        continue
+    out += [ids[i]]
+    i += 1
+return out"""),
+    ("encode_piece", "pairs ranked with a dict, merges with the lesson's merge_pair", """\
+rank = dict(zip(map(tuple, merges), range(len(merges))))
+ids = list(ids)
+while True:
+    present = [p for p in zip(ids, ids[1:]) if p in rank]
+    if not present:
+        return ids
+    best = min(present, key=rank.__getitem__)
+    merged, i = [], 0
+    while i < len(ids):
+        if tuple(ids[i:i + 2]) == best:
+            merged.append(256 + rank[best])
+            i += 2
+        else:
+            merged.append(ids[i])
+            i += 1
+    ids = merged"""),
+    ("decode_tokens", "bytes().join over a generator", """\
+return bytes().join(vocab[t] for t in ids).decode(encoding="utf-8", errors="replace")"""),
     ("decode_tokens", "bytearray and bytes.decode", """\
 data = bytearray()
 for i in ids:

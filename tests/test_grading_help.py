@@ -137,7 +137,11 @@ MARKER = "course-grader-ran-this"
 @pytest.mark.parametrize("source, status, said", [
     (f'answer("00-bytes", __import__("os").system("touch {MARKER}"))', "failed", "this one is a call"),
     ('answer("00-bytes", twelve)', "failed", "this one is a name"),
-    ('answer("00-bytes", 6 + 6)', "failed", "this one is a computation"),
+    ('answer("00-bytes", 6 + 6)', "passed", "right"),    # arithmetic on numbers, as answer() reads it
+    ('answer("00-bytes", 24 / 2 - 0.0)', "passed", "right"),
+    ('answer("00-bytes", 6 + twelve)', "failed", "this one is a computation on something other"),
+    ('answer("00-bytes", 2 ** 100000)', "failed", "a power too large"),
+    ('answer("00-bytes", 1 / 0)', "failed", "a division by 0"),
     ('answer("00-bytes", f"{12}")', "failed", "this one is an f-string"),
     ('answer("00-shape", "b" * 3)', "failed", "this one is a computation"),
     ('answer("00-shape", "' + "b" * 5000 + '")', "failed", "a text of 5,000 characters"),
@@ -149,12 +153,13 @@ MARKER = "course-grader-ran-this"
     ('answer("00-bytes", 12\n', "not answered", "no answer"),                      # does not parse
     ('answer("00-bytes", 12)  # ' + "x" * CELL_LIMIT, "not answered", "no answer"),  # too long to read
     ('qid = "00-bytes"\nanswer(qid, 12)', "not answered", "no answer"),
-    ('answer("00-bytes", 12, 13)', "not answered", "no answer"),
+    ('answer("00-bytes", 1,731)', "failed", "a comma inside a number splits it"),
+    ('answer("00-bytes", "1,731")', "failed", "holds a comma"),
 ])
 def test_a_hostile_answer_is_read_as_data_and_never_run(source, status, said, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     r = graded(code(source))["00-bytes" if "00-bytes" in source else "00-shape"]
-    assert r.status == status and r.points == 0 and said in r.feedback, r
+    assert r.status == status and (r.points == 0) == (status != "passed") and said in r.feedback, r
     assert len(r.feedback) < 400
     assert not (tmp_path / MARKER).exists()
 

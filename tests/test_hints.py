@@ -7,6 +7,7 @@ from course_lib.checks import hints as help_
 from course_lib.checks import hint, solution
 from course_lib.exercises import BEGIN, END, exercises
 
+from answers import gives_away
 from notebook_tools import LESSONS, read
 
 EXERCISES = [(path.name, name, nb.cells[i].source)
@@ -41,6 +42,14 @@ def test_no_hint_holds_a_line_of_the_answer(lesson, name, source):
     for line in solution_body(source):
         if len(line) >= 10:   # `return x` and the like say nothing a hint may not say
             assert re.sub(r"\s+", "", line) not in squeezed, (name, line)
+
+
+@pytest.mark.parametrize("lesson, name, source", EXERCISES, ids=NAMES)
+def test_no_hint_holds_a_call_of_the_answer(lesson, name, source):
+    """Nor a call written inside a sentence: `a view(B, T, n_heads, C // n_heads)`, or the
+    answer's `.max(axis=axis, keepdims=True)` handed over in words around it."""
+    for text in help_.all_hints()[name]:
+        assert gives_away(name, text) is None, (name, gives_away(name, text), text)
 
 
 def test_hints_come_one_at_a_time_then_stay_at_the_last(capsys):

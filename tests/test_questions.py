@@ -265,3 +265,119 @@ def test_judge_says_the_verdict_without_printing_or_recording(capsys):
     assert q_.judge("00-bytes", 10)[0] is False
     assert q_.judge("00-bytes", ...) == (None, QUESTIONS["00-bytes"].how("00-bytes"))
     assert capsys.readouterr().out == "" and q_._given == {}
+
+
+def _words(text):
+    import re
+    return re.findall(r"[\w']+", text.lower())
+
+
+@pytest.mark.parametrize("qid", CHOICES)
+def test_no_wrong_choice_is_explained_with_the_right_ones_words(qid):
+    """A wrong choice's explanation shares no run of three words with the right choice's text."""
+    question = QUESTIONS[qid]
+    right = _words(question.choices[question.right][0])
+    runs = {tuple(right[i:i + 3]) for i in range(len(right) - 2)}
+    for letter, (_, why) in question.choices.items():
+        if letter != question.right:
+            said_ = _words(why)
+            shared = runs & {tuple(said_[i:i + 3]) for i in range(len(said_) - 2)}
+            assert not shared, f"{qid} ({letter}) repeats the right answer's words {shared}"
+
+
+_NUMBER_WORDS = dict(zip("zero one two three four five six seven eight nine ten eleven "
+                         "twelve".split(), range(13)))
+
+
+def _numbers_in(text):
+    """The numbers an explanation writes, in digits ("1,255", "0.5") or in words ("two")."""
+    import re
+    found = [float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*\.?\d*", text)
+             if n.replace(",", "").replace(".", "").isdigit() and n.count(".") <= 1]
+    found += [float(n) / 100 for n in re.findall(r"(\d+\.?\d*)\s*%", text)]   # 15% = 0.15
+    return found + [float(_NUMBER_WORDS[w]) for w in _words(text) if w in _NUMBER_WORDS]
+
+
+@pytest.mark.parametrize("qid", NUMBERS)
+def test_no_wrong_number_is_explained_with_the_right_value(qid):
+    """No explanation of a wrong number (nor `otherwise`) holds the right value, nor, for a
+    value of three digits or more, two numbers whose sum, difference, product or quotient
+    (give or take one, as in "from 256 to 1,255 inclusive") is the right value."""
+    question = QUESTIONS[qid]
+    value, tol = question.value, max(question.tolerance, abs(question.value) * 1e-9)
+    for low, high, why in [*question.wrong, (None, None, question.otherwise)]:
+        numbers = _numbers_in(why)
+        assert all(abs(n - value) > tol for n in numbers), (qid, why)
+        if len(f"{abs(value):g}".replace(".", "").lstrip("0")) >= 3:
+            for a in numbers:
+                for b in numbers:
+                    results = [a + b, a - b, a - b + 1, a * b] + ([a / b] if b else [])
+                    assert all(abs(r - value) > tol for r in results), (qid, a, b, why)
+
+
+# The notebook and the grader read an answer the same way: as written in the cell.
+AGREEMENT = [   # (cell, what answer() says in the notebook, the grader's status, its words)
+    ('answer("11-merges", 1000)', "right", "passed", "right"),
+    ('answer("11-merges", 1256 - 256)', "right", "passed", "right"),
+    ('answer("11-merges", -(256 - 1256))', "right", "passed", "right"),
+    ('answer("11-merges", 1256 + 256)', "not quite", "failed", "not quite"),
+    ('answer("11-bits-per-byte", 3.0 / 0.6931 / 2.5)', "right", "passed", "right"),
+    ('answer("11-bits-per-byte", 1.731)', "right", "passed", "right"),
+    ('x = 1000\nanswer("11-merges", x)', "not judged", "failed", "this one is a name"),
+    ('answer("11-merges", len("a" * 1000))', "not judged", "failed", "this one is a call"),
+    ('answer("11-merges", 1256 - len("a" * 256))', "not judged", "failed", "a computation on"),
+    ('answer("11-bits-per-byte", "1,731")', "holds a comma", "failed", "holds a comma"),
+    ('answer("11-bits-per-byte", 1,731)', "a comma inside a number splits it", "failed",
+     "a comma inside a number splits it"),
+    ('%time answer("11-merges", 1000)', "not judged", "not answered", "no answer"),
+]
+
+
+@pytest.mark.parametrize("cell, notebook, status, words", AGREEMENT, ids=[a[0] for a in AGREEMENT])
+def test_the_notebook_and_the_grader_agree_on_an_answer(cell, notebook, status, words, capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from course_lib.grading.questions import answers, grade_answer
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell("from course_lib.checks import answer")
+        capsys.readouterr()
+        shell.run_cell(cell)
+        said_ = capsys.readouterr().out
+    finally:
+        InteractiveShell.clear_instance()
+    qid = cell.split('answer("', 1)[1].split('"', 1)[0]
+    assert notebook in said_, said_
+    if notebook in ("right", "not quite"):
+        assert said_.startswith(f"Question '{qid}': {notebook}.")
+    nb = {"cells": [{"cell_type": "code", "source": cell}]}
+    result = grade_answer(qid, answers(nb).get(qid, []), 1)
+    assert result.status == status and words in result.feedback, result
+
+
+def test_arithmetic_is_read_as_a_tree_never_run():
+    import ast as ast_
+    read = q_.written_answer
+    assert read(ast_.parse("1256 - 256", mode="eval").body) == 1000
+    assert read(ast_.parse("2 ** 10 // 3 % 7", mode="eval").body) == 2 ** 10 // 3 % 7
+    for source, message in (("2 ** 10_000", "a power too large"), ("1 / 0", "division by 0"),
+                            ("1e300 * 1e300", "no finite number"),
+                            ("'b' * 3", "something other than written-out numbers"),
+                            ("x + 1", "something other than"), ("f()", "a call"),
+                            ("-" * 50 + "1", "too deep"), ("1j * 2", "something other than")):
+        with pytest.raises(q_.NotWritten, match=message):
+            read(ast_.parse(source, mode="eval").body)
+    assert q_.answer_in('answer("11-merges", 1256 - 256)') == ("11-merges", 1000)
+
+
+def test_a_comma_in_a_number_is_refused_with_a_word_on_it():
+    assert said_number("1,048,576") == 1_048_576     # groups of three: one reading only
+    for text in ("1,731", "1,000", "1,7", "3,0"):
+        with pytest.raises(ValueError, match="holds a comma, which reads two ways"):
+            answer("11-bits-per-byte", text)
+    with pytest.raises(ValueError, match=r"1,731 is read as 1 and 731"):
+        answer("11-bits-per-byte", 1, 731)
+
+
+def said_number(text):
+    return q_._as_number("11-merges", text)

@@ -140,6 +140,8 @@ class Checker:
     def call(self, *args, case, crash_hint=None, none_hint=None, mutable=(), **kwargs):
         """The learner's fn(*args, **kwargs), with feedback for a crash, a None, or an input changed in place.
 
+        `crash_hint` is the hint for an exception, or a function (kind, message) -> hint.
+
         Array and tensor arguments are passed as copies, so an answer that edits its input
         cannot change the checker's data; those named in `mutable` (by position or keyword)
         are passed as they are, since the exercise writes into them. A tensor that requires
@@ -191,6 +193,8 @@ class Checker:
             _write_back(target, value)
         if "raised" in seen:  # the learner's bug, reported as feedback rather than a traceback
             kind, text = seen["raised"]
+            if callable(crash_hint):   # a hint chosen by what was raised
+                crash_hint = crash_hint(kind, text)
             hint = crash_hint or ("run your function on this input in a cell of its own and "
                                   "print the shapes of the arrays inside it")
             if "leaf Variable that requires grad is being used in an in-place" in text:
@@ -339,19 +343,27 @@ def checker(check):
         except Exception as e:  # a checker only ever fails with its own message
             made = _RUNS[-1]
             case = made[-1].last_case if made else None
+            text = f"{type(e).__name__}: {_message(e)}".splitlines()[0][:300]
             lines = [f"Exercise '{name}': the check could not go on with what your function "
-                     f"returned ({type(e).__name__}: {e})"]
+                     f"returned ({text})"]
             if case is not None:
                 lines.append(f"  input:    {case}")
-            lines.append("Hint: call your function on this input in a cell of its own and compare "
-                         "what it returns (its type, shape and dtype, and each item of a pair or "
-                         "dict) with what the exercise asks for")
+            if "inplace" in text or "in-place" in text:
+                hint = ("your function edits in place (x -= ..., x[...] = ..., x.exp_()) a "
+                        "tensor that autograd still needs to compute the gradient: build a "
+                        "new tensor instead (x = x - ...)")
+            else:
+                hint = ("call your function on this input in a cell of its own and compare "
+                        "what it returns (its type, shape and dtype, and each item of a pair or "
+                        "dict) with what the exercise asks for")
+            lines.append(f"Hint: {hint}")
             raise explain(AssertionError("\n".join(lines)), caught) from None
         finally:
             _RUNS.pop()
         show_warnings(caught)   # after the pass line, each once
         return result
 
+    run.feedback_only = True   # tests/test_checks.py asserts every check_<name> carries it
     return run
 
 

@@ -90,11 +90,11 @@ def check_softmax(fn):
     case = "softmax(np.array([[1000., 1001., 1002.], [0., 1., 2.]]), axis=-1)"
     got = run(x, -1, case)
     c.finite(got, "the result", case,
-             hint="subtract each slice's own maximum (x.max(axis=axis, keepdims=True)), not "
-                  "the maximum of the whole array: the second row's exponentials all underflow to 0")
+             hint="subtract each slice's own maximum, taken along `axis`, not the maximum of "
+                  "the whole array: the second row's exponentials all underflow to 0")
     close(got, x, -1, case, hint=stability)
 
-    only_max = ("shift by each slice's maximum, x.max(axis=axis, keepdims=True): it is the one "
+    only_max = ("shift by each slice's own maximum along `axis`: it is the one "
                 "shift that keeps every exponent <= 0 (no overflow) and one exponent at 0 (no "
                 "0/0); the mean or the minimum overflow when the values spread widely, and a "
                 "-inf entry (a masked position) makes the mean -inf")

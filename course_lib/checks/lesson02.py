@@ -353,8 +353,8 @@ QUESTIONS = {
                   "with every key hidden, e^−∞ = 0 everywhere and the sum is 0 (a stable "
                   "softmax gets −∞ − (−∞), also NaN). Token 2 can then read only token 1."),
             "c": ("all 0, and its output the zero vector",
-                  "the softmax divides by the sum of the exponentials; with all of them 0 "
-                  "that sum is 0 too, and 0 / 0 is not 0."),
+                  "a softmax weight is an exponential over the sum of the exponentials: work "
+                  "out that sum when every exponential is 0, and what the division then gives."),
             "d": ("spread evenly, 1/3 each",
                   "an even spread needs equal finite scores; −∞ on every key is no score at "
                   "all."),

@@ -378,8 +378,8 @@ HINTS = {
         "Reshaping straight to (B, H, T, D) does not split the channels: it mixes positions into "
         "heads, and a causal mask then hides the wrong things. Cut the last axis first, then "
         "transpose.",
-        "Two steps: a `view` to (B, T, H, D), then swap axes 1 and 2. Keep the result connected "
-        "to x (no `.detach()`, no NumPy), so gradients flow through it.",
+        "Two steps: one that cuts the last axis in two, one that reorders the axes. Keep the "
+        "result connected to x (no `.detach()`, no NumPy), so gradients flow through it.",
     ),
     "merge_heads": (
         "The inverse of split_heads: put T back in front of H, then join the (H, D) axes into one "
@@ -387,8 +387,8 @@ HINTS = {
         "Skipping the transpose and reshaping (B, H, T, D) straight to (B, T, H * D) scrambles "
         "heads and positions. And after a transpose, `view` refuses; `reshape` copies where "
         "it must.",
-        "Swap axes 1 and 2, then reshape to (B, T, H * D), with head h's channels at h*D to "
-        "(h+1)*D - 1.",
+        "Undo split_heads's two steps in the reverse order; in the result, head h's channels "
+        "sit at h*D to (h+1)*D - 1 of each position.",
     ),
     "multi_head_attention": (
         "Project x to q, k and v with the stacked weight, split each into heads, attend in every "

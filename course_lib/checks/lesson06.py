@@ -798,8 +798,9 @@ QUESTIONS = {
         value=2_064, tolerance=0,
         why="each window holds T + 1 = 129 ids, so that its T inputs and T targets overlap "
             "shifted by one: 16 × 129 = 2,064.",
-        wrong=((2_048, 2_048, "2,048 is the number of targets (or inputs), 16 × 128; a window "
-                              "needs one id more than that to give T of each."),
+        wrong=((2_048, 2_048, "that is the number of targets (or inputs); a window holds more "
+                              "ids than the targets it gives: count what T inputs and T "
+                              "targets shifted by one need."),
                (4_096, 4_096, "inputs and targets are not stored separately: they are two "
                               "overlapping slices of the same window."),
                (2_032, 2_032, "a window is longer than the targets it gives, not shorter.")),

@@ -4,8 +4,8 @@ import math
 import torch
 
 from course_lib import generation
-from course_lib.checks.core import Checker, seed
-from course_lib.checks.lesson04 import observed_call, own_messages, python_int
+from course_lib.checks.core import Checker, checker, seed
+from course_lib.checks.lesson04 import observed_call, python_int
 from course_lib.costs import kv_cache_bytes
 from course_lib.model import ModelConfig, TinyLM
 
@@ -26,7 +26,7 @@ def _case(n, S_max=8, D=4, length=3):
     return q, k_new, v_new, k_cache, v_cache, length
 
 
-@own_messages("cached_attention_step")
+@checker
 def check_cached_attention_step(fn):
     """Check cached_attention_step(q, k_new, v_new, k_cache, v_cache, length) -> output (D,)."""
     __tracebackhide__ = True
@@ -206,12 +206,12 @@ def _feeding_fault(fed, seq, T, out):
         if which > 0:
             return ("a new cache was made during decoding",
                     "make one cache before the loop, KVCache.for_model(model, "
-                    "batch_size=prompt.shape[0]), and pass that same cache to every call: a "
+                    "batch_size=B), and pass that same cache to every call: a "
                     "fresh cache each step throws away what it kept")
         if idx.ndim != 2:
             return (f"the model was fed token ids of shape {tuple(idx.shape)}",
                     "the model takes (B, t) token ids: feed the new token as (B, 1), "
-                    "next_token[:, None] or argmax(dim=-1, keepdim=True)")
+                    "next_token[:, None]")
         n = idx.shape[-1]
         if idx.shape[0] == seq.shape[0] and start + n <= seq.shape[1] \
                 and torch.equal(idx, seq[:, start:start + n]):
@@ -253,7 +253,7 @@ def _course_decoders():
 _DECODE_CASES = ((0, 1, 3, 6), (1, 2, 4, 5), (2, 3, 1, 4))   # n, B, T, n_new
 
 
-@own_messages("greedy_decode")
+@checker
 def check_greedy_decode(fn):
     """Check greedy_decode(model, prompt, n_new) -> prompt followed by n_new greedy tokens."""
     __tracebackhide__ = True
@@ -278,12 +278,12 @@ def check_greedy_decode(fn):
         if seen["raised"] is not None:
             kind, message = seen["raised"]
             c.fail(f"your function raised {kind}: {message}", case=case,
-                   hint="make the cache with KVCache.for_model(model, batch_size=prompt.shape[0]) "
+                   hint="make the cache with KVCache.for_model(model, batch_size=B) "
                         "and feed the model (B, t) token ids: the newest token as "
                         "next_token[:, None], shape (B, 1)")
         if not any(which is not None for _, which, _ in fed):
             c.fail("the model was never called with the cache", case=case,
-                   hint="make a cache with KVCache.for_model(model, batch_size=prompt.shape[0]) "
+                   hint="make a cache with KVCache.for_model(model, batch_size=B) "
                         "and pass it to every call, model(idx, cache): without it each step "
                         "reruns the whole prefix")
         c.ok()
@@ -332,7 +332,7 @@ def _kv_mistakes(config, bytes_per_value):
     ]
 
 
-@own_messages("kv_bytes_per_token")
+@checker
 def check_kv_bytes_per_token(fn):
     """Check kv_bytes_per_token(config, bytes_per_value) -> the KV cache's bytes per token, an int."""
     __tracebackhide__ = True
@@ -467,8 +467,8 @@ QUESTIONS = {
                   "top_k = 1 keeps only the likeliest token, so sampling from what is left "
                   "always picks it (the generator's seed does not matter)."),
             "b": ("a different sample for every seed, a little less random than top_k = 3",
-                  "with one token left there is nothing to draw between: every seed gives the "
-                  "same tokens."),
+                  "with one token left there is nothing to draw between, so the seed has "
+                  "nothing left to change."),
             "c": ("an error: top_k needs temperature 0",
                   "generate accepts any temperature with top_k; only a top_k below 1 is "
                   "refused."),

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from course_lib.checks.core import Checker, probe, seed
+from course_lib.checks.core import Checker, checker, probe, seed
 from course_lib.checks.lesson06 import call_inside
 from course_lib.convert import config_from_dict
 from course_lib.costs import CONFIG_DIR, count_params
@@ -85,6 +85,7 @@ def _python_int(c, got, case, expected, float_hint):
     c.ok()
 
 
+@checker
 def check_params_from_config(fn):
     """Check params_from_config(fields) -> int against costs.count_params of the same config."""
     __tracebackhide__ = True
@@ -146,6 +147,7 @@ _FLOP_HINTS = {
 }
 
 
+@checker
 def check_attention_flops(fn):
     """Check attention_flops(T, d_model, causal=True) -> int: 4 C x (query-key pairs computed)."""
     __tracebackhide__ = True
@@ -271,6 +273,7 @@ def _tiled_result(c, out, T, case, dtype=torch.float64):
     return out
 
 
+@checker
 def check_tiled_attention(fn):
     """Check tiled_attention(q, k, v, block_size) -> (T, Dv): causal, equal to the reference,
     holding one block_size x block_size tile of scores at a time."""

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import torch
 
-from course_lib.checks.core import Checker, probe, seed, tensors_close
+from course_lib.checks.core import Checker, checker, probe, seed, tensors_close
 from course_lib.convert import tinylm_state_dict
 from course_lib.model import ModelConfig
 
@@ -146,6 +146,7 @@ def _check_value(c, name, value, want, hf, case):
                                                          "norm" not in name else ""))
 
 
+@checker
 def check_gpt2_to_tinylm(fn):
     """Check gpt2_to_tinylm(hf, n_layers) -> TinyLM's state dict, from a GPT-2 (Conv1D) state dict."""
     __tracebackhide__ = True
@@ -236,6 +237,7 @@ def _scores_result(c, out, w, shape, case):
     return got
 
 
+@checker
 def check_previous_token_scores(fn):
     """Check previous_token_scores(weights) -> (...): mean of weights[..., t, t - 1] over t >= 1."""
     __tracebackhide__ = True
@@ -292,12 +294,15 @@ def _describe_mask(m):
     return np.where(np.isfinite(m), "0", "-inf") if m.ndim == 2 else m
 
 
+@checker
 def check_prefix_lm_mask(fn):
     """Check prefix_lm_mask(T, n_prefix) -> (T, T) NumPy additive mask, 0 / -inf."""
     __tracebackhide__ = True
     c = Checker("prefix_lm_mask", fn)
     rule = ("query i sees key j when j <= i or j < n_prefix: 0 there, -inf elsewhere")
-    for T, n_prefix in ((6, 3), (5, 0), (4, 4), (7, 1), (1, 0), (1, 1), (9, 5), (3, 2)):
+    # and lengths past any table written by hand (64 x 64, 128 x 128), to be sliced
+    for T, n_prefix in ((6, 3), (5, 0), (4, 4), (7, 1), (1, 0), (1, 1), (9, 5), (3, 2),
+                        (200, 70), (150, 0)):
         case = f"prefix_lm_mask({T}, {n_prefix})"
         got = c.call(T, n_prefix, case=case, none_hint="end with `return` and the mask")
         if isinstance(got, torch.Tensor):
@@ -307,7 +312,9 @@ def check_prefix_lm_mask(fn):
         if not isinstance(got, np.ndarray):
             c.fail(f"expected a NumPy array, got {type(got).__name__}", case=case,
                    hint="return a (T, T) NumPy float array of 0 and -inf")
-        c.shape(got, (T, T), "the mask", case, hint="one row per query and one column per key")
+        c.shape(got, (T, T), "the mask", case,
+                hint="one row per query and one column per key, for this call's T: build the "
+                     "mask from T itself, not by slicing a table of a fixed size")
         if got.dtype == bool:
             c.fail("the mask is boolean", case=case, got=got,
                    hint="return the additive mask: 0.0 where a query may look and -np.inf where "
@@ -436,15 +443,18 @@ QUESTIONS = {
         },
         right="c"),
     "10-targets": Number(
-        prompt="A masked-token encoder learns from the 15% of positions it masks. On average, "
-               "how many targets does it get from one sequence of 512 tokens (a decoder-only "
-               "model gets 512)?",
+        prompt="A masked-token encoder such as BERT chooses 15% of the positions and learns to "
+               "predict the original token at each chosen one (hidden, swapped or left as it "
+               "was). On average, how many targets does it get from one sequence of 512 tokens "
+               "(a decoder-only model gets 512)?",
         after="The objectives differ as much as the masks",
         value=76.8, tolerance=0.1,
         why="15% of 512 is 76.8: a decoder-only model scores every position, an encoder only "
-            "the ones it hid.",
+            "the ones it chose, hidden or not.",
         wrong=((511, 513, "that is the decoder-only count, every position a target."),
-               (435, 435.5, "that counts the 85% left unmasked; those are inputs, not "
-                            "targets.")),
-        otherwise="take 15% of the 512 positions."),
+               (435, 435.5, "that counts the positions not chosen; those are inputs, not "
+                            "targets."),
+               (61, 61.5, "that counts only the chosen positions that were hidden; the model "
+                          "learns at the swapped and unchanged ones too.")),
+        otherwise="count the positions that become targets, not those that stay inputs only."),
 }

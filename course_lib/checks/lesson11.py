@@ -1,21 +1,57 @@
-"""Checkers for lesson 11, tokenization: the pieces of byte-pair encoding, written by the learner."""
+"""Checkers for lesson 11, tokenization: the pieces of byte-pair encoding, written by the learner.
+
+The cases are those a BPE meets after its first merge, not only on raw bytes: ids of 256 and
+more inside pieces and id lists, ids whose digits hold another id's (11 and 1), a top count
+of 1, ties between pairs whose ids have different numbers of digits, a pair given in the other
+order; and text a decoder must keep exactly (a trailing space, a byte-order mark, characters
+Unicode normalisation would change) beside bytes that are not UTF-8. Calling course_lib.bpe,
+the course's own answer, is reported, not passed.
+"""
 import copy
 import numbers
 from collections.abc import Mapping
 
-from course_lib.bpe import merge_pair
-from course_lib.checks.core import Checker, probe
+from course_lib import bpe
+from course_lib.bpe import BPETokenizer, merge_pair
+from course_lib.checks.core import Checker, checker, probe
+
+# The course's own BPE: the answer key, which an exercise's answer must not call.
+_TRAIN = {"course_lib.bpe.train_bpe": bpe.train_bpe}
+_MERGE_KEY = {"course_lib.bpe.merge_pair": bpe.merge_pair, **_TRAIN}
+_ENCODE_KEY = {**_MERGE_KEY, "BPETokenizer.encode": BPETokenizer.encode,
+               "BPETokenizer.encode_bytes": BPETokenizer.encode_bytes,
+               "BPETokenizer's own encoding": BPETokenizer._encode_piece}
+_DECODE_KEY = {"BPETokenizer.decode": BPETokenizer.decode,
+               "BPETokenizer.decode_bytes": BPETokenizer.decode_bytes}
+
+_BYTES_HINT = ("after the first merge, ids reach 256 and more, which bytes(...), bytearray and "
+               "bytes.replace cannot hold (bytes are 0 to 255): work on lists (or tuples) of "
+               "int ids throughout")
+
+
+def _crash(hint):
+    """A crash hint that names the bytes mistake when bytes(...) refused an id of 256 or more."""
+    def choose(kind, text):
+        return _BYTES_HINT if "range(0, 256)" in text or "bytes must be" in text else hint
+    return choose
+
+
+def _is_id(x):
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
 def _ids(c, got, case, what="the result"):
     """The learner's list (or tuple) of ids as a list of ints, or feedback that it isn't one."""
     __tracebackhide__ = True
-    if isinstance(got, (bytes, bytearray, str)) or not isinstance(got, (list, tuple)):
+    if isinstance(got, (bytes, bytearray)):
+        c.fail(f"{what} should be a list of token ids, not bytes", case=case,
+               got=type(got).__name__, hint=_BYTES_HINT)
+    if isinstance(got, str) or not isinstance(got, (list, tuple)):
         c.fail(f"{what} should be a list of token ids", case=case, got=type(got).__name__,
                hint="build a new list: start with out = [] and append one id at a time")
-    if not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in got):
+    if not all(_is_id(i) for i in got):
         c.fail(f"{what} should hold integer token ids", case=case, got=repr(list(got))[:80],
-               hint="append the ids themselves (ints), not pairs or lists of them")
+               hint="append the ids themselves (ints), not pairs, strings or lists of them")
     c.ok()
     return [int(i) for i in got]
 
@@ -38,7 +74,8 @@ def _call_unchanged(c, fn, args, case, **kw):
 
 # Exercise: count_pairs(pieces) -> {(a, b): count}
 
-def _count(pieces, across=False, weighted=True, distinct=False, skip_last=False):
+def _count(pieces, across=False, weighted=True, distinct=False, skip_last=False,
+           repeats_once=False):
     counts = {}
 
     def add(word, f):
@@ -47,8 +84,11 @@ def _count(pieces, across=False, weighted=True, distinct=False, skip_last=False)
             pairs = pairs[:-1]
         if distinct:
             pairs = list(dict.fromkeys(pairs))
+        seen = set()
         for p in pairs:
-            counts[p] = counts.get(p, 0) + (f if weighted else 1)
+            counts[p] = counts.get(p, 0) + (1 if repeats_once and p in seen else
+                                            f if weighted else 1)
+            seen.add(p)
 
     if across:
         add([t for piece, f in pieces.items() for _ in range(f if weighted else 1)
@@ -70,8 +110,11 @@ _COUNT_HINTS = [
                            "says how often it occurs, so add that number for each of its pairs"),
     (dict(distinct=True), "a pair that occurs twice in a piece counts twice: (7, 7, 7) holds "
                           "(7, 7) at positions 0 and 1 (counting is not merging)"),
+    (dict(repeats_once=True), "a pair's second occurrence in a piece added 1, not the piece's "
+                              "frequency: each occurrence of a pair adds the count of its piece, "
+                              "so (7, 7, 7) seen 3 times gives (7, 7) 6"),
     (dict(skip_last=True), "the last pair of each piece is missing: a piece of n ids has n - 1 "
-                           "pairs, zip(piece, piece[1:]) gives all of them"),
+                           "pairs, one for each id but the last"),
 ]
 
 _COUNT_CASES = [
@@ -83,30 +126,45 @@ _COUNT_CASES = [
     ({}, "no pieces at all"),
     ({(32, 116, 104, 101): 5, (116, 104, 101): 2, (32, 116, 111): 3, (104, 101, 104, 101): 1},
      "' the' x5, 'the' x2, ' to' x3, 'hehe' x1"),
+    ({(7, 7, 7): 3, (256, 257, 256, 257, 256): 2}, "pairs repeated inside pieces seen more than "
+                                                   "once"),
+    ({(32, 259): 5, (262, 110, 256): 2, (1000, 25, 6): 1},
+     "pieces after some merges: ids of 256 and more"),
 ]
 
 
-_PAIRS_CRASH = ("a piece of n ids has n - 1 pairs, at i = 0 to n - 2: loop over "
-                "zip(piece, piece[1:]) or range(len(piece) - 1), so that i + 1 stays inside the "
-                "piece (and a piece of one id, or none, gives no pair)")
+_PAIRS_CRASH = ("a piece of n ids has n - 1 pairs, starting at i = 0 to n - 2: stop the loop "
+                "where i + 1 still lies inside the piece (and a piece of one id, or none, gives "
+                "no pair)")
 
 
+@checker
 def check_count_pairs(fn):
     """Check count_pairs(pieces) -> {(a, b): how often a is followed by b inside the pieces}."""
     __tracebackhide__ = True
-    c = Checker("count_pairs", fn)
+    c = Checker("count_pairs", fn, forbidden=_TRAIN)
     for pieces, words in _COUNT_CASES:
         case = f"count_pairs({pieces}), {words}"
-        got = _call_unchanged(c, fn, (pieces,), case, crash_hint=_PAIRS_CRASH)
+        got = _call_unchanged(c, fn, (pieces,), case, crash_hint=_crash(_PAIRS_CRASH))
         if not isinstance(got, Mapping):
             c.fail("the result should be a dict {(a, b): count}", case=case,
                    got=type(got).__name__, hint="return a dict whose keys are pairs (a, b) "
                                                 "and values their counts")
-        got = {k: v for k, v in got.items() if v != 0}
+        got = {k: v for k, v in got.items() if not (_is_id(v) and v == 0)}
         if not all(isinstance(k, tuple) and len(k) == 2 for k in got):
-            c.fail("the keys should be pairs (a, b) of ids", case=case, got=repr(list(got))[:80],
-                   hint="key the counts by the tuple (piece[i], piece[i + 1])")
+            c.fail("the keys should be pairs (a, b) of ids, as tuples", case=case,
+                   got=repr(list(got))[:80],
+                   hint="key the counts by the tuple (piece[i], piece[i + 1]): the next cells "
+                        "look pairs up as tuples")
+        if not all(_is_id(a) and _is_id(b) for a, b in got):
+            c.fail("the keys should be pairs of int ids", case=case, got=repr(list(got))[:80],
+                   hint="key the counts by the ids themselves, ints: no bytes, strings or "
+                        "arrays (the next cells append the pair to the merge list)")
+        if not all(_is_id(v) for v in got.values()):
+            c.fail("the counts should be ints", case=case, got=repr(list(got.values()))[:80],
+                   hint="add up whole numbers: each occurrence adds the piece's frequency")
         c.ok()
+        got = {(int(a), int(b)): int(v) for (a, b), v in got.items()}
         want = _count(pieces)
         if got != want:
             hint = next((h for kw, h in _COUNT_HINTS if _count(pieces, **kw) == got != want),
@@ -126,7 +184,15 @@ _BEST_CASES = [
     ({(3, 9): 4, (3, 7): 4}, "a tie between pairs with the same first id"),
     ({(9, 1): 2, (1, 9): 2, (4, 4): 2}, "a three-way tie"),
     ({(200, 300): 7}, "a single pair"),
+    ({(104, 105): 1, (116, 104): 1, (32, 116): 1}, "every pair seen once, as late in training"),
+    ({(12, 5): 2, (9, 7): 2}, "a tie between ids of one and two digits"),
+    ({(3, 1): 3, (2, 1000): 3}, "a tie where one id is past 255"),
+    ({(10, 2): 4, (100, 5): 4, (9, 300): 4}, "a tie between ids of one, two and three digits"),
 ]
+
+_NONE_HINT = ("return the pair itself; and when every pair occurs once (late in training the "
+              "top count is 1) some pair must still win: a search that starts from a best count "
+              "of 1 and keeps only larger counts finds none")
 
 
 def _one_pair(c, got, case):
@@ -138,14 +204,33 @@ def _one_pair(c, got, case):
         c.fail("the result should be one pair (a, b), not a (pair, count) item", case=case,
                got=repr(got)[:80], hint="max or min over counts.items() gives (pair, count): "
                                         "return its first element, the pair")
+    if not (_is_id(got[0]) and _is_id(got[1])):
+        c.fail("the pair should hold two int ids", case=case, got=repr(got)[:80],
+               hint="return a key of counts as it is: a tuple of two ints")
+    if not isinstance(got, tuple):
+        c.fail("the pair should be a tuple (a, b), not a list", case=case, got=repr(got)[:80],
+               hint="return a key of counts as it is, a tuple: the next cell appends it to the "
+                    "merge list and compares that list with train_bpe's, which holds tuples")
     c.ok()
-    return tuple(got)
+    return (int(got[0]), int(got[1]))
 
 
+def _tie_hint(mine, counts, tied):
+    """The hint for a wrong pair among the tied ones."""
+    if mine == min(tied, key=str) and mine != min(tied, key=lambda p: p[0] * 256 + p[1]):
+        return ("the pairs were compared as text: '(12, 5)' sorts before '(9, 7)' because '1' "
+                "comes before '9'; compare the ids as numbers, a first, then b")
+    if mine == min(tied, key=lambda p: p[0] * 256 + p[1]):
+        return ("a * 256 + b does not order the pairs once ids pass 255 ((3, 1) gives 769, "
+                "(2, 1000) gives 1512); compare the pairs themselves: a first, then b")
+    return None
+
+
+@checker
 def check_best_pair(fn):
     """Check best_pair(counts) -> the most frequent pair, ties going to the smallest pair."""
     __tracebackhide__ = True
-    c = Checker("best_pair", fn)
+    c = Checker("best_pair", fn, forbidden=_TRAIN)
     for counts, words in _BEST_CASES:
         top = max(counts.values())
         tied = sorted(p for p, n in counts.items() if n == top)
@@ -154,7 +239,8 @@ def check_best_pair(fn):
         for order in ("as written", "in reverse order"):
             given = counts if order == "as written" else dict(reversed(list(counts.items())))
             case = f"best_pair({given}), {words}, the pairs {order}"
-            got[order] = _one_pair(c, _call_unchanged(c, fn, (given,), case), case)
+            got[order] = _one_pair(c, _call_unchanged(c, fn, (given,), case,
+                                                      none_hint=_NONE_HINT), case)
         if got["as written"] == got["in reverse order"] == want:
             c.ok()
             continue
@@ -170,12 +256,12 @@ def check_best_pair(fn):
             other = got["in reverse order" if order == "as written" else "as written"]
             hint = (f"ties broken inconsistently: the answer changed with the order in which the "
                     f"pairs were counted (in the other order you returned {other}; max with "
-                    f"key=counts.get keeps the first it meets); "
-                    f"break ties by the smallest pair, e.g. min(counts, key=lambda p: "
-                    f"(-counts[p], p))")
+                    f"key=counts.get keeps the first it meets); among pairs of equal count "
+                    f"the smallest pair must win, whatever the order")
+        elif _tie_hint(mine, counts, tied):
+            hint = _tie_hint(mine, counts, tied)
         elif mine == tied[-1]:
-            hint = ("ties go to the smallest pair (compare a first, then b), not the largest: "
-                    "min over the tied pairs, or max with the key (count, -a, -b)")
+            hint = ("ties go to the smallest pair (compare a first, then b), not the largest")
         else:
             hint = "among the tied pairs take the smallest, comparing a first, then b"
         c.fail("the pair to merge is not right", case=case, expected=want, got=mine, hint=hint)
@@ -210,6 +296,18 @@ def _merge_first(ids, pair, new_id):
     return list(ids)
 
 
+def _as_text(ids, pair, new_id):
+    """The ids merged as text, each way a class writes it: [joined by sep, then replaced]."""
+    found = []
+    for sep in (" ", ",", ", ", ""):
+        text = sep.join(map(str, ids)).replace(f"{pair[0]}{sep}{pair[1]}", str(new_id))
+        try:
+            found.append([int(t) for t in (text.split(sep) if sep else [text])] if text else [])
+        except ValueError:
+            pass
+    return found
+
+
 _MERGE_HINTS = [
     (_merge_from_right, "the merge went from right to left: scan from the left, so (7, 7, 7) "
                         "with the pair (7, 7) becomes [new_id, 7]"),
@@ -222,6 +320,9 @@ _MERGE_HINTS = [
                         "pair, append it too"),
 ]
 
+_TEXT_HINT = ("the ids were merged as text: in '11 2' the text '1 2' occurs although the pair "
+              "(1, 2) does not; compare the ids themselves, two neighbours at a time")
+
 _MERGE_CASES = [
     ([1, 2, 3, 1, 2], (1, 2), 9, "two occurrences"),
     ([5, 1, 2], (1, 2), 9, "the pair at the end"),
@@ -232,6 +333,9 @@ _MERGE_CASES = [
     ([3], (1, 2), 9, "one id"),
     ([], (1, 2), 9, "no ids"),
     ([104, 101, 32, 104, 101, 104, 101], (104, 101), 256, "'he he' as bytes with 'hehe'"),
+    ([32, 258, 256, 258, 256, 115], (258, 256), 263, "ids of 256 and more, after some merges"),
+    ([11, 2, 1, 2, 21, 12], (1, 2), 300, "ids whose digits hold the pair's: 11, 2 and 21, 12"),
+    ([261, 25, 6, 2, 56], (25, 6), 262, "ids whose digits run into each other: 261, 25, 6"),
 ]
 
 
@@ -239,21 +343,25 @@ _MERGE_CRASH = ("look at ids[i + 1] only while i + 1 < len(ids): at the last id 
                 "pair left, so append it and stop (an empty list gives an empty list)")
 
 
+@checker
 def check_merge_pair(fn):
     """Check merge_pair(ids, pair, new_id): every occurrence merged, left to right, no overlaps."""
     __tracebackhide__ = True
-    c = Checker("merge_pair", fn)
+    c = Checker("merge_pair", fn, forbidden=_MERGE_KEY)
     for ids, pair, new_id, words in _MERGE_CASES:
         case = f"merge_pair({ids}, {pair}, {new_id}), {words}"
         got = _ids(c, _call_unchanged(c, fn, (list(ids), pair, new_id), case,
-                                      crash_hint=_MERGE_CRASH), case)
+                                      crash_hint=_crash(_MERGE_CRASH)), case)
         want = merge_pair(ids, pair, new_id)
         if got != want:
             hint = next((h for wrong, h in _MERGE_HINTS if ids and wrong(list(ids), pair, new_id)
-                         == got != want), "walk the ids from the left: where ids[i], ids[i + 1] "
-                                          "is the pair, append new_id and step 2; otherwise "
-                                          "append ids[i] and step 1")
-            c.fail("the merged ids are not right", case=case, expected=want, got=got, hint=hint)
+                         == got != want), None)
+            if hint is None and got in _as_text(ids, pair, new_id):
+                hint = _TEXT_HINT
+            c.fail("the merged ids are not right", case=case, expected=want, got=got,
+                   hint=hint or "walk the ids from the left: where a neighbouring pair is the "
+                                "pair, emit new_id and jump past both; otherwise emit the id "
+                                "and move on by one")
         c.ok()
     c.done()
 
@@ -307,6 +415,30 @@ def _rank_as_id(ids, merges):
     return [back.get(t, t) for t in out]
 
 
+def _unordered(ids, merges):
+    """Merges read as unordered pairs: (a, b) also joins b followed by a."""
+    ranks = {}
+    for k, p in enumerate(merges):
+        ranks.setdefault(frozenset(p), k)
+    ids = list(ids)
+    while len(ids) > 1:
+        at = [(ranks[frozenset(p)], i) for i, p in enumerate(zip(ids, ids[1:]))
+              if frozenset(p) in ranks]
+        if not at:
+            return ids
+        k = min(at)[0]
+        out, i = [], 0
+        while i < len(ids):
+            if i + 1 < len(ids) and frozenset((ids[i], ids[i + 1])) == frozenset(merges[k]):
+                out.append(256 + k)
+                i += 2
+            else:
+                out.append(ids[i])
+                i += 1
+        ids = out
+    return ids
+
+
 _ENCODE_HINTS = [
     (_leftmost_first, "the first pair found from the left was merged, not the pair of lowest "
                       "rank: among the pairs present, merge the one whose merge was learned "
@@ -316,6 +448,8 @@ _ENCODE_HINTS = [
                      "text where the earlier ones had already been made"),
     (_one_merge, "only one merge was made: repeat until no adjacent pair has a merge"),
     (_rank_as_id, "merge k makes token 256 + k, not k: ids 0 to 255 are the bytes"),
+    (_unordered, "a merge is an ordered pair: (98, 97) joins 98 followed by 97, never 97 "
+                 "followed by 98, which has no merge of its own here"),
 ]
 
 _ENCODE_CASES = [
@@ -330,6 +464,8 @@ _ENCODE_CASES = [
      "' the then' with five merges"),
     (list(b"abcd"), [(99, 100), (98, 99), (97, 98), (256, 98)],
      "'abcd', merges learned right to left"),
+    ([97, 98], [(98, 97)], "'ab' where only (b, a) has a merge"),
+    (list(b"bab"), [(97, 98), (98, 256)], "'bab', where (a, b) has a merge and (b, a) none"),
 ]
 
 
@@ -338,14 +474,15 @@ _ENCODE_CRASH = ("a pair with no merge must be skipped, not looked up: ranks.get
                  "(min of an empty sequence raises)")
 
 
+@checker
 def check_encode_piece(fn):
     """Check encode_piece(ids, merges): merges applied lowest rank first, merges[k] -> 256 + k."""
     __tracebackhide__ = True
-    c = Checker("encode_piece", fn)
+    c = Checker("encode_piece", fn, forbidden=_ENCODE_KEY)
     for ids, merges, words in _ENCODE_CASES:
         case = f"encode_piece({ids}, merges={merges}), {words}"
         got = _ids(c, _call_unchanged(c, fn, (list(ids), list(merges)), case,
-                                      crash_hint=_ENCODE_CRASH), case)
+                                      crash_hint=_crash(_ENCODE_CRASH)), case)
         want = encode_with_ranks(ids, merges)
         if got != want:
             hint = next((h for wrong, h in _ENCODE_HINTS if wrong(list(ids), merges) == got),
@@ -371,44 +508,79 @@ _DECODE_CASES = [
     ([255, 104, 105], "a byte that is not UTF-8 (0xff), then 'hi'"),
     ([104, 195], "'h' then the first half of a two-byte character"),
     ([], "no ids"),
+    ([256, 257, 255], "'café!' with é split across two tokens, then the invalid byte 0xff"),
+    ([259, 255, 260, 32, 104, 105], "€'s first two bytes, 0xff, €'s last byte, then ' hi': "
+                                    "three invalid sequences"),
+    ([104, 105, 32, 32], "'hi' and two trailing spaces"),
+    ([239, 187, 191, 104, 105], "a byte-order mark (EF BB BF), then 'hi'"),
+    ([101, 204, 129, 32, 239, 172, 129, 32, 195, 169], "'e' with a combining accent, the "
+                                                      "ligature 'ﬁ', and 'é'"),
 ]
 
 
+def _decode_mistakes(ids, vocab):
+    """(text a usual wrong decode gives, hint) for the ids."""
+    import unicodedata
+
+    joined = b"".join(vocab[i] for i in ids)
+    want = joined.decode("utf-8", errors="replace")
+    per_token = "".join(vocab[i].decode("utf-8", errors="replace") for i in ids)
+    try:
+        fallback = joined.decode("utf-8")
+    except UnicodeDecodeError:
+        fallback = per_token
+    found = [
+        (joined.decode("utf-8", errors="ignore"),
+         "bytes that are not valid UTF-8 were dropped: decode with errors='replace' so that "
+         "each invalid sequence shows as \ufffd and the reader sees that something was there"),
+        (fallback, "when the joined bytes were not valid UTF-8, the tokens were decoded one by "
+                   "one, which breaks the characters split across tokens: decode the joined "
+                   "bytes once, whatever they hold, with invalid sequences replaced"),
+        (per_token, "each token was decoded on its own, which breaks a character whose bytes "
+                    "span two tokens: join all the bytes first, then decode once"),
+        (joined.decode("latin-1"), "the bytes were decoded as Latin-1: decode them as UTF-8"),
+        (joined.decode("utf-8-sig", errors="replace"),
+         "the byte-order mark at the start was dropped ('utf-8-sig'): decode as plain 'utf-8', "
+         "which keeps every character of the text, U+FEFF too"),
+    ]
+    for strip in ("rstrip", "strip"):
+        found.append((getattr(want, strip)(), "whitespace at the end was removed: a trailing "
+                                              "space is part of the text; return the decoded "
+                                              "text as it is"))
+    for form in ("NFC", "NFKC", "NFD", "NFKD"):
+        found.append((unicodedata.normalize(form, want),
+                      f"the text was normalised ({form}), which changes characters: decoding "
+                      f"returns exactly the characters the bytes hold"))
+    return [(text, hint) for text, hint in found if text != want]
+
+
+@checker
 def check_decode_tokens(fn):
     """Check decode_tokens(ids, vocab): the bytes joined, then decoded as UTF-8 with replacement."""
     __tracebackhide__ = True
-    c = Checker("decode_tokens", fn)
+    c = Checker("decode_tokens", fn, forbidden=_DECODE_KEY)
     vocab = _vocab()
     for ids, words in _DECODE_CASES:
         case = f"decode_tokens({ids}, vocab), {words}; vocab[256:] = {vocab[256:]}"
         got = _call_unchanged(c, fn, (list(ids), vocab), case,
                               crash_hint="join the tokens' bytes first, then decode once with "
-                                         "errors='replace': bytes that are not valid UTF-8 "
-                                         "(a lone 0xff, half a character) make a strict "
+                                         "errors='replace': bytes that are not valid "
+                                         "UTF-8 (a lone 0xff, half a character) make a strict "
                                          "decode raise")
         if isinstance(got, (bytes, bytearray)):
             c.fail("the result is bytes, not text", case=case, got=repr(got),
-                   hint="decode the joined bytes: .decode('utf-8', errors='replace')")
+                   hint="decode the joined bytes to a str, as UTF-8")
         if not isinstance(got, str):
             c.fail("the result should be a str", case=case, got=type(got).__name__,
                    hint="join the bytes of the tokens and decode them to a str")
         c.ok()
-        joined = b"".join(vocab[i] for i in ids)
-        want = joined.decode("utf-8", errors="replace")
+        want = b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
         if got == want:
             c.ok()
             continue
-        per_token = "".join(vocab[i].decode("utf-8", errors="replace") for i in ids)
-        if got == joined.decode("utf-8", errors="ignore"):
-            hint = ("bytes that are not valid UTF-8 were dropped: decode with errors='replace' "
-                    "so each shows as \ufffd and the reader sees that something was there")
-        elif got == per_token:
-            hint = ("each token was decoded on its own, which breaks a character whose bytes "
-                    "span two tokens: join all the bytes first, then decode once")
-        elif got == joined.decode("latin-1"):
-            hint = "the bytes were decoded as Latin-1: decode them as UTF-8"
-        else:
-            hint = "b''.join(vocab[i] for i in ids).decode('utf-8', errors='replace')"
+        hint = next((h for text, h in _decode_mistakes(ids, vocab) if got == text),
+                    "look up every token's bytes in vocab, join them into one bytes object, and "
+                    "decode that once as UTF-8, each invalid sequence shown as U+FFFD")
         c.fail("the text is not right", case=case, expected=want, got=got, hint=hint)
     c.done()
 
@@ -444,17 +616,19 @@ HINTS = {
     "encode_piece": (
         "Among the neighbouring pairs of the piece, find the one whose merge was learned first "
         "(lowest rank), merge it everywhere, and repeat until no pair of the piece has a merge.",
-        "Applying the merges in the order the pairs appear in the piece, or each merge only "
-        "once in one sweep of the merge list, gives other tokens than training learned: always "
-        "take the lowest rank still present.",
+        "Merging the pairs in the order they appear in the piece (leftmost first) gives other "
+        "tokens than training learned: among the pairs present, the lowest rank goes first. And "
+        "a merge is an ordered pair: (a, b) never joins b followed by a.",
         "A dict from pair to rank, a loop that stops when the piece has one id or no mergeable "
         "pair, and your merge_pair with the id 256 + rank.",
     ),
     "decode_tokens": (
         "Look up every token's bytes, join them into one bytes object, and decode that once as "
         "UTF-8.",
-        "Decoding each token on its own breaks a character whose bytes sit in two tokens, and "
-        "errors='ignore' silently drops invalid bytes: use errors='replace' on the joined bytes.",
+        "Decoding each token on its own (always, or only when the joined bytes are not valid "
+        "UTF-8) breaks a character whose bytes sit in two tokens, and errors='ignore' silently "
+        "drops invalid bytes. Return the text exactly: no stripping, no normalising, no "
+        "'utf-8-sig'.",
     ),
 }
 
@@ -470,10 +644,10 @@ QUESTIONS = {
         value=1000, tolerance=0,
         why="the vocabulary counts the 256 byte tokens, which need no merge; each merge adds "
             "one token, so 1,256 - 256 = 1,000 merges.",
-        wrong=((1256, 1256, "that is the whole vocabulary; its first 256 tokens are the byte "
-                            "values themselves, learned by no merge."),
-               (999, 999, "the first merge makes token 256, the last token 1,255: count them "
-                          "from 256 to 1,255 inclusive.")),
+        wrong=((1256, 1256, "that is the whole vocabulary, and not every token in it was made "
+                            "by a merge."),
+               (999, 999, "check both ends of your count: which token does the first merge "
+                          "make, and which the last?")),
         otherwise="subtract the tokens that are there before any merge from the vocabulary "
                   "size."),
     "11-no-overlap": Number(
@@ -487,8 +661,8 @@ QUESTIONS = {
                       "merges; once two ids are merged, the second cannot start another "
                       "pair."),
                (5, 5, "the pair (7, 7) occurs in the list, so at least one merge happens."),
-               (1, 2, "a merge joins two ids into one; five ids make at most two pairs that "
-                      "do not overlap, and one 7 is left over.")),
+               (1, 2, "that counts merges (or pairs), not the ids returned: a merge turns two "
+                      "ids into one, and an id with no partner is returned as it is.")),
         otherwise="walk the list from the left: merge a pair, skip both its ids, go on."),
     "11-bits-per-byte": Number(
         prompt="A TinyLM on BPE tokens reaches a loss of 3.0 nats per token, and its tokens "

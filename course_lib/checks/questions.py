@@ -11,11 +11,21 @@ Each lesson's checks module (course_lib/checks/lessonNN.py) holds a QUESTIONS di
 A question also records its prompt (markdown, for the notebook) and the lesson cell it
 belongs after (`after`: a heading or a phrase found in exactly one cell of the lesson).
 A wrong answer gets only the reason that answer is wrong, never the right answer.
+
+The grader reads an answer from the notebook's source, never running it: a literal, or
+arithmetic on number literals (`1256 - 256`), read as a syntax tree (`written_answer`).
+`answer()` in a notebook reads its own cell the same way, so the two agree: an answer
+computed from names or calls is refused at once, in the notebook as in the gradebook.
 """
 import ast
+import linecache
 import math
 import numbers
+import operator
+import re
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from course_lib.checks.rendering import refusals
 from course_lib.checks.tables import lesson_modules, questions_of
@@ -129,7 +139,14 @@ class Number:
 
 def _as_number(qid, given):
     if isinstance(given, str):
-        text = given.strip().replace(",", "").replace("_", "")
+        text = given.strip().replace("_", "")
+        if "," in text:
+            if not re.fullmatch(r"[-+]?\d{1,3}(,\d{3}){2,}(\.\d*)?", text):
+                raise ValueError(
+                    f"question '{qid}' is answered with a number; {given!r} holds a comma, "
+                    f"which reads two ways (a thousands separator or a decimal comma): write "
+                    f"the number without it, with a point for decimals (1.731, or 1731)")
+            text = text.replace(",", "")   # 1,048,576: groups of three, only one reading
         try:
             given = float(text)
         except ValueError:
@@ -180,24 +197,127 @@ def judge(qid, given):
     return questions[qid].judge(qid, given)
 
 
+_HERE = str(Path(__file__).resolve().parent)   # course_lib/checks: the course's own frames
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+               ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv,
+               ast.Mod: operator.mod, ast.Pow: operator.pow}
+_WRITTEN_LIMIT = 10 ** 30     # larger numbers are no answer to a lesson's question
+
+
+class NotWritten(ValueError):
+    """An answer that is not written out: what it is instead ("a name", "a call", ...)."""
+
+
+def written_answer(node):
+    """The value of an answer node read as data: a literal (a number, a string, `...`), or
+    arithmetic (+ - * / // % **, unary + -) on number literals, as `1256 - 256`.
+
+    Nothing is run: the tree is walked, and only these node shapes are read. NotWritten (a
+    ValueError) names what the node is instead.
+    """
+    if isinstance(node, ast.Constant):
+        if node.value is Ellipsis or type(node.value) in (str, int, float):
+            return node.value
+        raise NotWritten(f"a {type(node.value).__name__} literal")
+    if isinstance(node, (ast.UnaryOp, ast.BinOp)):
+        return _arithmetic(node)
+    raise NotWritten({ast.Call: "a call", ast.Name: "a name", ast.Attribute: "an attribute",
+                      ast.Subscript: "an index", ast.JoinedStr: "an f-string"}.get(
+        type(node), "an expression"))
+
+
+def _arithmetic(node, depth=0):
+    """The number an arithmetic tree of number literals makes, or NotWritten."""
+    if depth > 20:
+        raise NotWritten("a computation too deep to read")
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _arithmetic(node.operand, depth + 1)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        a, b = _arithmetic(node.left, depth + 1), _arithmetic(node.right, depth + 1)
+        if isinstance(node.op, ast.Pow) and (abs(b) > 64 or abs(a) > _WRITTEN_LIMIT):
+            raise NotWritten("a power too large to be an answer")
+        try:
+            value = _ARITHMETIC[type(node.op)](a, b)
+        except (ArithmeticError, ValueError):
+            raise NotWritten("a computation with no number for a result (a division by "
+                             "0, say)") from None
+        if isinstance(value, complex) or not math.isfinite(value) or abs(value) > _WRITTEN_LIMIT:
+            raise NotWritten("a computation whose result is no finite number")
+        return value
+    raise NotWritten("a computation on something other than written-out numbers")
+
+
 def answer_in(source):
     """(qid, given) from a question cell's `answer("qid", given)`, read without running it.
 
-    For a grader: only a literal answer is read (a number, a string, `...`); anything else,
-    or a cell without exactly one such call, is a ValueError that says so.
+    For a grader: only a written-out answer is read (`written_answer`: a literal, or
+    arithmetic on number literals); anything else, or a cell without exactly one such call,
+    is a ValueError that says so.
     """
     call = answer_call(source)
     try:
-        qid, given = (ast.literal_eval(arg) for arg in call.args)
-    except ValueError:
-        raise ValueError("the answer must be written out as a number or a letter in quotes, "
-                         "not computed") from None
+        qid, given = (written_answer(arg) for arg in call.args)
+    except NotWritten as e:
+        raise ValueError(f"the answer must be written out as a number or a letter in quotes, "
+                         f"not computed from names or calls (this one is {e})") from None
     return qid, given
 
 
+def _cell_answer(qid, frame):
+    """How the `answer(qid, ...)` call that runs in `frame` wrote its answer, when the call
+    sits in a notebook cell: None where it is written out (or the source is not a cell's),
+    else what it is instead ("a name", "a call")."""
+    try:
+        from IPython import get_ipython
+        shell = get_ipython()
+    except ImportError:
+        return None
+    if shell is None or frame.f_globals is not getattr(shell, "user_ns", None):
+        return None      # not a notebook cell: a script, a test, a function of the course
+    lines = linecache.getlines(frame.f_code.co_filename)
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        return None
+    line = frame.f_lineno
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and len(node.args) >= 2 and isinstance(node.args[0], ast.Constant)
+             and node.args[0].value == qid and node.lineno <= line <= node.end_lineno]
+    if not calls:   # run by a magic (%time answer(...)) or exec: the grader sees no call
+        return "a call the cell's code does not hold as written (run by a magic or exec)"
+    for call in calls:
+        try:
+            written_answer(call.args[1])
+        except NotWritten as e:
+            return str(e)
+    return None
+
+
 @refusals   # a refused answer shows its message only
-def answer(qid, given):
-    """Say whether `given` answers question `qid`, and why; `...` (the blank) says how to answer."""
+def answer(qid, given, *more):
+    """Say whether `given` answers question `qid`, and why; `...` (the blank) says how to answer.
+
+    In a notebook cell, an answer the grader cannot read (computed from names or calls, see
+    `written_answer`) is refused at once, as the grader refuses it.
+    """
+    if more:
+        raise ValueError(f"answer(\"{qid}\", ...) takes one answer after the question's id; "
+                         f"got {1 + len(more)}: a comma inside a number splits it in two "
+                         f"(1,731 is read as 1 and 731). Write 1.731 with a point for a "
+                         f"decimal, or 1731 without the comma")
+    caller = sys._getframe(1)
+    while caller is not None and caller.f_code.co_filename.startswith(_HERE):
+        caller = caller.f_back      # past the course's own wrappers (rendering.refusals)
+    computed = None if caller is None else _cell_answer(qid, caller)
+    if computed is not None:
+        judge(qid, ...)   # an unknown id is still a ValueError that lists the questions
+        print(f"Question '{qid}': not judged: the grader reads the answer as written in the "
+              f"cell, without running it, and this one is {computed}. Write it out: a letter "
+              f"in quotes, a number, or arithmetic on numbers (such as 1256 - 256).")
+        return
     right, why = judge(qid, given)
     if right is None:
         print(f"Question '{qid}': not answered yet; {why}.")

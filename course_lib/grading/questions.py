@@ -4,15 +4,18 @@ The questions and their points come from the lesson in notebooks/ (the cells tag
 `question`; a cell's metadata may give `points`, 1 if it does not). The learner's answer is
 read from the learner's code cells as data (course_lib.grading.calls): the last call
 `answer("<id>", <answer>)` in the notebook whose answer is not the blank `...` counts. It
-must be written out, a letter in quotes or a number; anything else (a name, a call, a
-computation) fails with the reason, and is never run. The judge is course_lib.checks'
+must be written out, a letter in quotes, a number or arithmetic on numbers (`1256 - 256`,
+read as a syntax tree by course_lib.checks.questions.written_answer, as `answer()` reads it
+in the notebook); anything else (a name, a call) fails with the reason, and is never run.
+A number split by a comma, `answer("<id>", 1,731)`, fails with a word on the comma. The judge is course_lib.checks'
 own, in the grader's process: a right answer passes with its explanation, a wrong one
 fails with the explanation of that choice, and the blank is "not answered".
 """
 import ast
 import re
 
-from course_lib.checks.questions import all_questions, answer_in, judge
+from course_lib.checks.questions import NotWritten as NotReadable
+from course_lib.checks.questions import all_questions, answer_in, judge, written_answer
 from course_lib.exercises import tags
 from course_lib.grading.calls import NotWritten, TooLong, course_calls, shown, written
 from course_lib.grading.verdicts import Result
@@ -46,14 +49,15 @@ def lesson_questions(lesson):
 def _answer_calls(nb):
     """(question id, answer node, cell index) of each answer("<id>", x) call, in order."""
     for call in course_calls(nb):
-        if call.function != "answer" or len(call.args) != 2 or call.keywords:
+        if call.function != "answer" or len(call.args) < 2 or call.keywords:
             continue
         try:
             qid = written(call.args[0])
         except NotWritten:
             continue
-        if isinstance(qid, str):
-            yield qid, call.args[1], call.cell
+        if isinstance(qid, str):   # answer("id", 1,731): the answers after the id, as a tuple
+            given = call.args[1] if len(call.args) == 2 else ast.Tuple(list(call.args[1:]))
+            yield qid, given, call.cell
 
 
 def _blank(node):
@@ -80,14 +84,23 @@ def grade_answer(qid, nodes, points):
         where = ("the answer is still the blank ..." if nodes else
                  f"the notebook has no answer(\"{qid}\", ...) call (was its cell deleted?)")
         return Result(qid, "not answered", f"not answered: {where}; {how}", 0, points)
+    if isinstance(given, ast.Tuple):
+        return Result(qid, "failed", f"answer(\"{qid}\", ...) was given {len(given.elts)} "
+                                     f"answers after the id: a comma inside a number splits it "
+                                     f"in two (1,731 is read as 1 and 731); write 1.731 with a "
+                                     f"point for a decimal, or 1731 without the comma", 0, points)
     try:
         value = written(given)
     except TooLong as e:
         return Result(qid, "failed", f"the answer is {e}, too long to be one: an answer is a "
                                      f"letter in quotes or a number", 0, points)
-    except NotWritten as e:
-        return Result(qid, "failed", f"the answer must be written out, a letter in quotes or a "
-                                     f"number; this one is {e}, which the grader does not run", 0, points)
+    except NotWritten:
+        try:   # arithmetic on numbers, read as answer() reads it in the notebook
+            value = written_answer(given)
+        except NotReadable as e:
+            return Result(qid, "failed", f"the answer must be written out, a letter in quotes, "
+                                         f"a number or arithmetic on numbers; this one is {e}, "
+                                         f"which the grader does not run", 0, points)
     try:
         right, why = judge(qid, value)
     except ValueError as e:
