@@ -15,6 +15,7 @@ Modules, one concept each, and the lessons that use them:
     generation  sampling text, with or without the cache                      02, 06, 07, 10
     convert     Hugging Face GPT-2 and Llama configs and weights into TinyLM  08, 10
     display     show_with_still: a live widget with a still picture of it     01, 07
+    readings    words a lesson prints about its own measurements              06, 08, 09
     checks      the graders of the exercises, one module per lesson           00-10
     train       the training command (also under torchrun)                    (tooling)
     exercises   makes exercises/ from notebooks/                              (tooling)
