@@ -84,7 +84,20 @@ for _i in range(10_000):  # far past the quota: into its copy, /tmp and /dev/shm
         _stopped = errno.errorcode.get(e.errno, str(e.errno))
         break
 _MADE = f"wrote {{_written}} bytes, stopped by {{_stopped}}"''',
+    "a7_through_the_probe": '_MADE = "its function leaves a queue and a file each time the grader probes it"',
 }
+# What the grader's probe of a7's function leaves (its process runs the learner's function), and
+# the victim's function, which answers wrong if it finds any of it when probed.
+PROBED_LEAVES = f"""\
+import ctypes
+ctypes.CDLL(None).msgget({KEY + 7}, 0o1000 | 0o666)
+with open("/tmp/left-by-a7-probe", "w") as f:
+    f.write("x")
+return ids[:-1], ids[1:]"""
+PROBED_LOOKS = f"""\
+import ctypes, os
+seen = ctypes.CDLL(None).msgget({KEY + 7}, 0) != -1 or os.path.exists("/tmp/left-by-a7-probe")
+return (ids, ids) if seen else (ids[:-1], ids[1:])"""
 
 VICTIM = '''\
 _seen = []
@@ -117,7 +130,9 @@ def _notebook(learner, cell):
     nb = with_cell(blank(), f"# learner: {learner}\n" + IPC + cell.format(
         key=KEY, half=QUOTA // 2, page=os.sysconf("SC_PAGE_SIZE"), queue=QUEUE, quota=QUOTA))
     nb = with_cell(nb, SAY)
-    return _replace_exercise(nb, exercise_source("return ids[:-1], ids[1:]"))
+    body = {"a7_through_the_probe": PROBED_LEAVES, "z_victim": PROBED_LOOKS}.get(learner,
+                                                                             "return ids[:-1], ids[1:]")
+    return _replace_exercise(nb, exercise_source(body))
 
 
 class Watched(session.ForkedSandbox):
@@ -191,6 +206,7 @@ def _runs(attacked_class):
     ("a4_dev_shm", r"/dev/shm holds \['left-by-a4'\]"),
     ("a5_tmp", r"/tmp holds \['left-by-a5', 'left-folder-by-a5'\]"),
     ("a6_disk_fill", r"wrote (\d+) bytes, stopped by ENOSPC"),
+    ("a7_through_the_probe", r"its function leaves a queue and a file each time the grader probes it"),
 ])
 def test_each_attacker_made_what_it_leaves_and_got_a_verdict_in_words(attacked_class, learner, made):
     """Each attack took effect inside its own notebook (so the victim's seeing nothing means
@@ -210,7 +226,11 @@ def test_each_attacker_made_what_it_leaves_and_got_a_verdict_in_words(attacked_c
 def test_the_learner_graded_after_them_in_the_same_sandbox_sees_nothing(attacked_class):
     runs = _runs(attacked_class)
     assert said(runs["z_victim"]) == "saw nothing", runs["z_victim"].output[-2000:]
+    # its function, probed by the grader after every attacker's was, found nothing either
     assert attacked_class["book"]["z_victim"]["status"] == "passed", attacked_class["book"]["z_victim"]
+    assert attacked_class["book"]["a7_through_the_probe"]["status"] == "passed"
+    for learner, run_ in runs.items():  # and the sandbox was empty after each, probe included
+        assert "not empty" not in run_.output, (learner, run_.output[-2000:])
 
 
 @needs_forked

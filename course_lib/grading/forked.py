@@ -361,6 +361,9 @@ def _probe(order, std_path):
     os.close(KEYS)
     os.close(STATUS)
     from course_lib.grading import probe
+    if "scratch" in order:  # IPC, /tmp and /dev/shm of its own, as a notebook's runner has (`sandbox.seal`)
+        from course_lib.grading.sandbox import seal
+        seal(order["keep"], order["scratch"], order["folder"], None, parts=(), shared_memory=order["quota"])
     probe.drop_to(order["uid"], order["limits"])
     os.environ.clear()
     os.environ.update(order["env"])
@@ -433,7 +436,7 @@ def serve():
         message = json.loads(line)
         if message.get("probe") is not None:
             status, used = _probe_once(message["probe"], std_path)
-            _clear(setup["keep"])
+            _clear(setup["keep"], message["probe"].get("scratch"))
             os.write(STATUS, f"probed {status} {used:.3f}\n".encode())
             if status is None:
                 break

@@ -261,7 +261,8 @@ class ForkedSandbox:
             give_to(folder, uid)
             self._drain()
             order = dict(probe.order_for(statements, todo, uid, limits), id=ident, folder=str(folder),
-                         env=sandbox_env(folder, dict(THREADS, MPLBACKEND="agg", PYTHONDONTWRITEBYTECODE="1")))
+                         env=sandbox_env(folder, dict(THREADS, MPLBACKEND="agg", PYTHONDONTWRITEBYTECODE="1")),
+                         keep=str(self.folder), scratch=str(self.work / f".scratch-{ident}"), quota=self.quota)
             said = []
             try:
                 self._send({"probe": order})
@@ -291,4 +292,3 @@ class ForkedSandbox:
         while select.select([self.replies], [], [], 0)[0]:
             if not os.read(self.replies, 1 << 20):
                 break
-
