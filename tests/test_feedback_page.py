@@ -64,7 +64,8 @@ def test_the_learners_grader_exits_0_on_a_partly_wrong_notebook_and_writes_its_p
     assert code == 0, out
     assert "softmax: failed (0/1)" in out and "attention: passed (1/1)" in out, out
     assert f"your feedback page: {page}" in out.splitlines()
-    assert page.is_file()
+    assert page.is_file() and page.stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in page.parent.iterdir()] == [page.name]   # no temporary file left
 
 
 def test_the_page_says_what_the_notebook_asked_and_one_total(graded):

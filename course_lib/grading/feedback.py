@@ -117,6 +117,7 @@ def write_page(graded, target, learner=""):
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(page)
+        os.chmod(name, 0o644)   # a page to hand back and read, as write_text would have made it
         os.replace(name, target)
     except BaseException:
         os.unlink(name)
