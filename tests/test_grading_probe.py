@@ -194,3 +194,14 @@ def test_the_learners_own_check_says_when_the_grader_cannot_read_the_answer():
     result = shell.run_cell("check_next_token_targets(next_token_targets)", store_history=True)
     assert result.error_in_exec is None, result.error_in_exec
     assert IPython
+
+
+def test_a_name_the_probe_lacks_is_explained_and_an_unreadable_exercise_loses_its_pass():
+    from course_lib.grading.verdicts import Result
+    learner = read("import torch\nSCALE = torch.ones(3)",
+                   "def f(x):\n    return x * SCALE", "g = lambda x: x")
+    missing = Result("f", "failed", "AssertionError: your function raised NameError: name 'SCALE' is not defined", 0, 1)
+    lambda_pass = Result("g", "passed", "g: 3 checks passed", 1, 1, 3, 3)
+    explained, lost = run.cannot_read([missing, lambda_pass], learner)
+    assert "`SCALE` is bound in cell 1, line 2 by `SCALE = torch.ones(3)`" in explained.feedback
+    assert (lost.status, lost.points) == ("failed", 0) and "bound to a lambda" in lost.feedback
