@@ -5,10 +5,11 @@
 Not a grader, and no sandbox: it measures the design that docs/maintainers.md describes ("The
 design that would reach 2 s a notebook") and does not build. One parent process imports torch,
 numpy, matplotlib (agg), IPython and course_lib.checks once. For each lesson's solved notebook
-it makes the graded copy as the grader does (`graded_copy`, check cells recording into
-records/), then forks a child that runs the copy's code cells in an in-process IPython shell
-(no pytest, no Jupyter kernel) and exits; the grader's replay worker then replays each check's
-record, and every check must pass, as in grading. It prints the CPU of each child (user +
+it makes the graded copy as the grader does (`graded_copy`), then forks a child that runs the
+copy's code cells in an in-process IPython shell (no pytest, no Jupyter kernel) and exits; the
+grader's probe of the notebook's definitions (`probe`, a process of its own, not counted in the
+child's CPU) records each check and the replay worker replays it: every check must pass, as in
+grading. It prints the CPU of each child (user +
 system, from getrusage of the finished child), the parent's imports once, and the same notebook
 graded today (`run.grade`, without the sandbox: pytest and its kernel, as pytest measured them),
 with the machine and its load. On Linux it also says whether a child forked from the parent
@@ -33,7 +34,7 @@ os.environ.setdefault("MPLBACKEND", "agg")
 
 import nbformat  # noqa: E402
 
-from course_lib.grading import graded_copy, lessons, replay, run  # noqa: E402
+from course_lib.grading import graded_copy, lessons, probe, replay, run  # noqa: E402
 from course_lib.grading.questions import is_question  # noqa: E402
 from grading import solved  # noqa: E402
 
@@ -145,12 +146,14 @@ def main(argv=None):
                 copy_root = (Path(tmp) / f"copy-{lesson_path.stem}-{i}").resolve()
                 copy_root.mkdir()
                 seed = secrets.randbelow(2 ** 62)
-                nb, placements = graded_copy.graded_copy(submission, lesson, found, copy_root, seed)
+                nb, placements = graded_copy.graded_copy(submission, lesson, found, copy_root)
                 graded_copy.write_copy(copy_root, nb, lesson_path.name, placements, 120, 0, 600)
                 forked.append(run_forked(copy_root, nb))
                 scratch = replay.scratch_folder()
                 try:
-                    replayed = replay.replay_records(copy_root, found, seed, replayer, scratch)
+                    # the copy's check cells record nothing: the grader's probe of the definitions does
+                    replayed, _, _ = probe.probe_notebook(submission, lesson, found, seed, scratch, replayer,
+                                                          timeout=120)
                 finally:
                     replay.remove(scratch)
                 lines = {e.name: "".join(o["text"] for o in e.pass_output).strip() for e in found}
