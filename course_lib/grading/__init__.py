@@ -1,4 +1,4 @@
-"""Grade exercise notebooks: each runs under nbval in a sandbox, and the grader replays its checks.
+"""Grade exercise notebooks: each runs under nbval in a sandbox, and the grader probes its definitions.
 
     python -m course_lib.grading exercises/01_attention_by_hand.ipynb        # one notebook
     python -m course_lib.grading --class submissions/ --out grades/ [--roster roster.csv] [--export canvas]
@@ -8,12 +8,16 @@ The modules follow a notebook's way through grading:
 
 - `lessons`: the lesson's exercises, checkers, points and stored pass lines;
 - `submissions`: find and read submissions, and tell which lesson a notebook is;
-- `graded_copy`: the learner's cells with the lesson's checks restored (each recording what
-  the learner's function did), laid out in a folder;
+- `graded_copy`: the learner's cells with the lesson's checks restored (for the learner to
+  read: no seed, no record), laid out in a folder;
 - `sandbox` and `run`: pytest with nbval on that copy, in a bubblewrap sandbox under limits
-  (`plugin` is the part that runs inside, beside nbval, and records each cell);
-- `replay`: the records copied out and replayed with the grader's own checkers, in a worker
-  process of the grader's: an exercise passes only on the lesson's exact pass line;
+  (`plugin` is the part that runs inside, beside nbval, and records each cell); that run
+  shows the learner their outputs and decides nothing;
+- `definitions` and `probe`: the notebook's def, class, import and constants, read as syntax
+  trees, loaded in a fresh sandboxed process of the grader's that then gets the seed, runs each
+  checker in record mode and sends the records back on a pipe;
+- `replay`: the records replayed with the grader's own checkers, in a worker process of the
+  grader's: an exercise passes only on the lesson's exact pass line;
 - `verdicts`: one result per exercise from the replays and the cells' records, with the reason in words
   (`borrowed`: no credit for an exercise answered by course_lib's own implementation);
 - `calls`, `questions` and `help_taken`: read from the notebook's source, never run, the
