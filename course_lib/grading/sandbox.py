@@ -260,7 +260,7 @@ def _mount(source, target, fstype=None, flags=0, data=None):
 
 
 def seal(keep, scratch, copy, lib, parts=("course_lib", "data"), shared_memory=DISK_QUOTA):
-    """In a notebook's runner, still root, before anything of the notebook runs: namespaces of its own.
+    """In a notebook's runner (or probe), still root, before anything of the notebook runs: namespaces of its own.
 
     - a new IPC namespace: the SysV message queues, shared memory and semaphores and the POSIX
       message queues it makes are its alone, and go when its last process ends; SysV shared
@@ -270,6 +270,7 @@ def seal(keep, scratch, copy, lib, parts=("course_lib", "data"), shared_memory=D
       it writes), with the grader's folder `keep` mounted back where it was under /tmp;
     - the copy's `parts` (course_lib, data): read-only mounts of `lib`'s, not links the notebook
       owns (it can neither write in them nor remove or rename them).
+    Returns what of this it could not do, in words ([] when all), for the notebook's log.
     """
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
@@ -277,11 +278,15 @@ def seal(keep, scratch, copy, lib, parts=("course_lib", "data"), shared_memory=D
         errno = ctypes.get_errno()
         raise OSError(errno, f"unshare: {os.strerror(errno)}")
     _mount(None, "/", flags=_MS_REC | _MS_PRIVATE)   # nothing mounted here reaches the job's namespace
-    pages = shared_memory // os.sysconf("SC_PAGE_SIZE")
+    pages, missing = shared_memory // os.sysconf("SC_PAGE_SIZE"), []
     for name, value in (("kernel/shmmax", shared_memory), ("kernel/shmall", pages),
                         ("kernel/msgmni", MESSAGE_QUEUES)):
-        with open(f"/proc/sys/{name}", "w") as f:
-            f.write(str(value))
+        try:  # a kernel or sandbox that keeps /proc/sys read-only: its IPC is still its own alone
+            with open(f"/proc/sys/{name}", "w") as f:
+                f.write(str(value))
+        except OSError as e:
+            missing.append(f"the cap {name}={value} ({e.strerror}): its IPC objects are still its "
+                           f"own, and freed when it ends, but not capped")
     for part in parts:
         target = os.path.join(copy, part)
         if os.path.isdir(target) and not os.path.islink(target):
@@ -300,6 +305,7 @@ def seal(keep, scratch, copy, lib, parts=("course_lib", "data"), shared_memory=D
             _mount(f"/proc/self/fd/{kept}", keep, flags=_MS_BIND | _MS_REC)
     finally:
         os.close(kept)
+    return missing
 
 
 def mount_quota(folder, size=DISK_QUOTA):
