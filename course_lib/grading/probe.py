@@ -323,4 +323,5 @@ def probe_notebook(submission, lesson, found, seed, scratch, replayer, *, timeou
     else:
         recorded, problems, cpu = run_subprocess(statements, found, seed, scratch, timeout=timeout, root=root,
                                                  sandboxed=sandboxed, limits=limits)
+    learner.probe_problems = problems   # what the probe could not load (an import it lacks), for the log
     return replay_all(found, recorded, scratch, seed, replayer), learner, cpu

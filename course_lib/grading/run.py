@@ -343,7 +343,7 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     pass_lines = {e.name: "".join(o["text"] for o in e.pass_output).strip() for e in found}
     own_replayer = replayer is None
     replayer = Replayer(root) if own_replayer else replayer
-    scratch, replay_cpu = scratch_folder(), None
+    scratch, replay_cpu, learner = scratch_folder(), None, None
     try:
         while True:
             copy_root = folder.resolve()
@@ -405,7 +405,8 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     return Graded(path, stem, results + grade_questions(submission, lesson_nb), sha256=sha,
                   seconds=time.monotonic() - start, help=help_taken(submission, [e.name for e in found]),
                   submission=submission, placements=placements, retried=retried,
-                  log=_diagnosis(run, settings, tries),
+                  log=_diagnosis(run, settings, tries) + "".join(
+                      f"\nthe grader's probe could not load {why}" for why in getattr(learner, "probe_problems", [])),
                   sandbox=SANDBOXED if sandboxed else UNSANDBOXED,
                   cpu_seconds=None if None in cpu_used else round(sum(cpu_used), 2),
                   replay_cpu_seconds=replay_cpu, seed=base_seed)
