@@ -27,12 +27,12 @@ STATUSES = ("passed", "failed", "not run", "missing", "not answered")
 # hand, with the `comment` that says why. `points` is always what counts.
 TERM = ["cases", "points_before_penalty", "submitted", "lateness", "penalty", "auto_points",
         "override", "comment"]
-# `hints`, `solution`: the help an exercise's notebook asked for (course_lib.grading.help_taken);
-# empty on a question's row (its `exercise` is the question id, "00-bytes") and where none was read.
 # `seed`: the grading seed its checks' inputs were drawn from; the same notebook graded again
 # with this seed gives the same feedback (empty where nothing ran).
+# `hints`, `solution` (last): the help an exercise's notebook asked for (course_lib.grading.help_taken);
+# empty on a question's row (its `exercise` is the question id, "00-bytes") and where none was read.
 GRADEBOOK = ["learner", "lesson", "exercise", "points", "max_points", "status", "feedback", "sha256",
-             "sandbox", "cpu_seconds", *TERM, "hints", "solution", "seed"]
+             "sandbox", "cpu_seconds", *TERM, "seed", "hints", "solution"]
 
 
 def ordered(rows):
