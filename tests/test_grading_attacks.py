@@ -471,3 +471,17 @@ def test_a_grader_that_cannot_mount_the_quota_says_why_its_jobs_cannot_share_one
                                        "notebooks ([Errno 1] Operation not permitted)")
     finally:
         session._no_quota.cache_clear()
+
+
+def test_no_graded_copy_or_probe_holds_the_reference_answers(tmp_path):
+    """solution()'s answers (course_lib/checks/solutions.json) stay out of every course_lib a
+    learner's code can reach when graded: the copy's own, the job's and the probe's bytecode tree."""
+    from course_lib.exercises import SOLUTIONS
+    assert SOLUTIONS.is_file()
+    (tmp_path / "copy").mkdir()
+    graded_copy.write_copy(tmp_path / "copy", nbformat.v4.new_notebook(), "00_start_here.ipynb",
+                           [], 60, 2**30, 60)
+    assert (tmp_path / "copy" / "course_lib" / "checks" / "lesson01.py").is_file()
+    assert not list((tmp_path / "copy").rglob("solutions.json"))
+    assert not list(graded_copy.compiled_tree().rglob("solutions.json"))
+    assert "solutions.json" in graded_copy.NOT_COPIED(str(SOLUTIONS.parent), [SOLUTIONS.name, "lesson01.py"])

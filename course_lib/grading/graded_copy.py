@@ -30,6 +30,9 @@ from course_lib.grading.sandbox import STARTUP_TIMEOUT
 
 PRELOAD = ("numpy", "torch", "matplotlib.pyplot")
 COPIED = ("course_lib", "data")   # what a graded copy gets of the instructor's tree
+# what it does not: bytecode made elsewhere, and the reference answers that solution() shows
+# (course_lib/checks/solutions.json), which a learner's function could otherwise read and run
+NOT_COPIED = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "solutions.json")
 WATCHED = ("course_lib", "notebooks", "data")  # what must not change while grading
 
 
@@ -348,7 +351,7 @@ def compiled_tree(root=ROOT):
             folder.chmod(0o755)   # a probe's process reads it as the notebook's user (`probe`)
             atexit.register(shutil.rmtree, folder, True)
             shutil.copytree(root / "course_lib", folder / "course_lib",
-                            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+                            ignore=NOT_COPIED)
             compileall.compile_dir(folder / "course_lib", quiet=2, workers=1,
                                    invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
             _compiled_trees[root] = folder
@@ -382,7 +385,7 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
             (folder / part).mkdir()
         else:
             shutil.copytree(Path(root) / part, folder / part,
-                            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+                            ignore=NOT_COPIED)
     if lib is None:
         _add_bytecode(folder, root)
     (folder / "notebooks").mkdir()

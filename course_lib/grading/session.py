@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from course_lib.exercises import ROOT
-from course_lib.grading.graded_copy import (COPIED, KERNEL_PATH, NO_DEBUGGER, _add_bytecode,
+from course_lib.grading.graded_copy import (COPIED, KERNEL_PATH, NO_DEBUGGER, NOT_COPIED, _add_bytecode,
                                             _copy_font_cache)
 from course_lib.grading.plugin import _read_records
 from course_lib.grading.sandbox import (DISK_QUOTA, bwrap_command, mount_quota, printable, sandbox_env,
@@ -80,7 +80,7 @@ class ForkedSandbox:
         self.records, self.home = self.folder / "records", self.folder / "zygote"
         for part in COPIED:
             shutil.copytree(self.root / part, self.lib / part,
-                            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+                            ignore=NOT_COPIED)
         _add_bytecode(self.lib, self.root)
         (self.lib / KERNEL_PATH).mkdir()
         (self.lib / KERNEL_PATH / "debugpy.py").write_text(NO_DEBUGGER, encoding="utf-8")
