@@ -227,8 +227,7 @@ def run_subprocess(statements, found, seed, scratch, *, timeout, root=ROOT, sand
     import tempfile
 
     from course_lib.grading.graded_copy import compiled_tree
-    from course_lib.grading.run import unprivileged_python
-    from course_lib.grading.sandbox import bwrap_command, give_to, sandbox_env, sandbox_uid
+    from course_lib.grading.sandbox import bwrap_command, give_to, sandbox_env, sandbox_uid, unprivileged_python
     lib = compiled_tree(root)
     todo, recorded, problems, cpu = list(found), {}, [], 0.0
     while todo:

@@ -31,7 +31,7 @@ from course_lib.grading.probe import probe_notebook
 from course_lib.grading.replay import Replayer, remove, scratch_folder
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, bwrap_command, give_to, process_limit, python_paths,
-                                        sandbox_env, sandbox_uid, unavailable)
+                                        sandbox_env, sandbox_uid, unavailable, unprivileged_python)
 from course_lib.grading.submissions import identify, read_submission, submission_hash
 from course_lib.grading.verdicts import Result, _cell_name, verdicts
 
@@ -115,21 +115,6 @@ def use_sandbox(sandbox):
         raise SandboxUnavailable(f"no sandbox can be made on this machine: {unavailable()}")
     return bool(sandbox)
 
-
-
-def unprivileged_python():
-    """Why a user other than root could not run this Python without a sandbox (None: it could).
-
-    Each folder Python needs, and every folder above it, must be searchable by others (a
-    Python installed under /root, mode 0700, is not)."""
-    for path in python_paths():
-        for folder in [path, *path.parents]:
-            try:
-                if not os.stat(folder).st_mode & stat.S_IXOTH:
-                    return f"{folder} (above {path}) is not searchable by other users"
-            except OSError as e:
-                return f"{folder} could not be read ({e.strerror})"
-    return None
 
 
 @dataclass

@@ -21,6 +21,7 @@ import functools
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +69,21 @@ def python_paths(root=ROOT):
                 and root not in path.parents:
             found.add(path)
     return sorted(p for p in found if not any(q in p.parents for q in found))
+
+
+def unprivileged_python():
+    """Why a user other than root could not run this Python without a sandbox (None: it could).
+
+    Each folder Python needs, and every folder above it, must be searchable by others (a
+    Python installed under /root, mode 0700, is not)."""
+    for path in python_paths():
+        for folder in [path, *path.parents]:
+            try:
+                if not os.stat(folder).st_mode & stat.S_IXOTH:
+                    return f"{folder} (above {path}) is not searchable by other users"
+            except OSError as e:
+                return f"{folder} could not be read ({e.strerror})"
+    return None
 
 
 def python_links():
