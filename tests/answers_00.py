@@ -77,7 +77,7 @@ WRONG = [
     # 00 next_byte_loss
     Wrong("next_byte_loss", "log of the softmax",
           _loss(logp="torch.log(torch.softmax(logits, dim=-1))"),
-          "take torch.log_softmax", inject=True),
+          "compute the log-probabilities directly", inject=True),
     Wrong("next_byte_loss", "no minus sign", _loss(reduce="{}.mean()"), "put a minus sign"),
     Wrong("next_byte_loss", "log2", _loss(logp="torch.log2(torch.softmax(logits, dim=-1))"),
           "not log2"),

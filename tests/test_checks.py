@@ -11,7 +11,7 @@ from course_lib import checks
 from course_lib.exercises import exercises
 
 from answers import ALTERNATIVES, REFERENCE, WRONG, gives_away
-from notebook_tools import LESSONS, exercise_cells, function_from, read
+from notebook_tools import LESSONS, function_from, read
 from replay_tools import replayed
 
 # Several wrong answers overflow or divide 0 by 0 on purpose.
@@ -49,14 +49,9 @@ def test_wrong_answer_gets_its_hint(wrong):
     assert message.startswith(f"Exercise '{wrong.exercise}': ")
     assert "\nHint: " in message
     assert wrong.hint in message, f"expected the hint {wrong.hint!r}, got:\n{message}"
-    if exercise_cells(wrong.exercise)[0].name[:2] not in _FEEDBACK_STILL_HOLDS_CALLS:
-        assert gives_away(wrong.exercise, message) is None, \
-            f"the feedback holds {gives_away(wrong.exercise, message)!r} of the answer:\n{message}"
-
-
-# Lessons whose feedback still spells out a call of the answer (e.g. lesson 04's
-# `mean(-1, keepdim=True)`): issue 35 fixed 01, 03 and 07-11; these are left to their owners.
-_FEEDBACK_STILL_HOLDS_CALLS = {"00", "02", "04", "05", "06"}
+    # feedback names the idea or the mistake, never a call of the answer (issue 35)
+    assert gives_away(wrong.exercise, message) is None, \
+        f"the feedback holds {gives_away(wrong.exercise, message)!r} of the answer:\n{message}"
 
 
 @pytest.mark.parametrize("name", EXERCISES)

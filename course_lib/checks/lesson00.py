@@ -30,12 +30,12 @@ def check_next_token_targets(fn):
         if not (isinstance(inputs, torch.Tensor) and isinstance(targets, torch.Tensor)):
             c.fail("inputs and targets must be torch tensors", case=case,
                    got=f"{type(inputs).__name__}, {type(targets).__name__}",
-                   hint="slice the ids tensor itself (ids[:-1], ids[1:]): a slice of a tensor is "
-                        "a tensor")
+                   hint="slice the ids tensor itself rather than building lists: a slice of a "
+                        "tensor is a tensor")
         if inputs.is_floating_point() or targets.is_floating_point():
             c.fail("inputs and targets must hold integer token ids", case=case,
                    expected=str(ids.dtype), got=f"{inputs.dtype}, {targets.dtype}",
-                   hint="slice the ids themselves (ids[:-1], ids[1:]); cross_entropy needs "
+                   hint="slice the ids themselves, with no conversion; cross_entropy needs "
                         "integer targets, and an embedding cannot look up a float")
         want = (len(ids) - 1,)
         if tuple(inputs.shape) != want or tuple(targets.shape) != want:
@@ -138,8 +138,8 @@ def check_next_byte_loss(fn):
     c = Checker("next_byte_loss", fn, forbidden=_LOSS_FUNCTIONS)
     gen = torch.Generator().manual_seed(seed(0))
     batch_hint = ("for a batch, logits (B, T, V) and targets (B, T): take log-probabilities "
-                  "along the last axis and gather with targets[..., None], or flatten both "
-                  "first (logits.reshape(-1, V), targets.reshape(-1))")
+                  "along the last axis and pick with an index shaped like the logits (a "
+                  "trailing axis of size 1), or flatten both first, to (B*T, V) and (B*T,)")
     cases = [
         (torch.zeros(3, 256), torch.tensor([84, 111, 32]),
          "logits = torch.zeros(3, 256) (a uniform guess), targets = [84, 111, 32]"),
@@ -160,9 +160,9 @@ def check_next_byte_loss(fn):
         want = _mean_nll(logits, targets)
         got = _scalar(c, got, logits, case)
         if not math.isfinite(got):
-            hint = ("p = e^-200 underflows to 0 in float32 and ln 0 = -inf: take "
-                    "torch.log_softmax(logits, dim=-1), which computes "
-                    "ln p = x - logsumexp(x) without ever forming p")
+            hint = ("p = e^-200 underflows to 0 in float32 and ln 0 = -inf: compute the "
+                    "log-probabilities directly, ln p = x - logsumexp(x) over the vocabulary "
+                    "(a log-softmax), without ever forming p")
             if torch.isinf(logits).any():
                 hint = ("a ruled-out byte has ln p = -inf, and -inf * 0 is NaN: pick each "
                         "position's own log-probability with gather (or index it) instead of "
@@ -222,8 +222,8 @@ def _loss_hint(got, want, logits, targets):
                               "nats"),
         (want * T, "average over the positions (.mean()), not the sum"),
         (-logp.mean().item(), "pick each position's log-probability of its own target "
-                              "(logp.gather(-1, targets[..., None])), not the mean over the "
-                              "whole vocabulary"),
+                              "(one entry per position, chosen by its target id), not the "
+                              "mean over the whole vocabulary"),
         (-torch.log_softmax(logits.double(), dim=0).gather(-1, targets[..., None]).mean().item(),
          "take the softmax over the vocabulary, the last axis (dim=-1), not over positions"),
         (-torch.softmax(logits.double(), dim=-1).gather(-1, targets[..., None]).mean().item(),

@@ -31,8 +31,9 @@ def check_causal_mask(fn):
         if np.isnan(got).any():
             c.fail("the mask contains NaN", case=case, expected=want, got=got,
                    hint="0 * -inf is NaN: multiplying a 0/1 matrix by -np.inf turns its zeros "
-                        "into NaN; put -np.inf only where it belongs, e.g. "
-                        "np.where(hidden, -np.inf, 0.0) or np.triu(np.full((T, T), -np.inf), k=1)")
+                        "into NaN; don't multiply, choose: write -np.inf only into the hidden "
+                        "entries (a selection by a boolean mask, or the upper triangle of a "
+                        "matrix of -inf) and 0.0 everywhere else")
         upper, lower = np.triu_indices(T, k=1), np.tril_indices(T)
         if np.any(got[lower] == 1):
             c.fail("allowed entries are not 0", case=case, expected=want, got=got,
@@ -40,8 +41,8 @@ def check_causal_mask(fn):
         if T > 1 and np.all(got[upper] == 0) and np.all(got[np.tril_indices(T, k=-1)] == -np.inf):
             c.fail("the mask is transposed: it hides the past and shows the future",
                    case=case, expected=want, got=got,
-                   hint="row i is the query, column j the key: hide j > i, above the "
-                        "diagonal (np.triu(..., k=1))")
+                   hint="row i is the query, column j the key: hide j > i, the keys after "
+                        "the query, above the diagonal (the upper triangle, not the lower)")
         if np.any(np.diag(got) != 0):
             c.fail("the diagonal is hidden", case=case, expected=want, got=got,
                    hint="a position may attend to itself: M[i, i] must be 0; with np.triu "
@@ -249,12 +250,12 @@ def _booleans(c, got, k, shape, case):
                     "with np.any(..., axis=-1), which gives a boolean NumPy array")
     if not isinstance(got, (np.ndarray, np.bool_, bool)):
         c.fail("expected a NumPy array of booleans", case=case, got=type(got).__name__,
-               hint="build it with NumPy (np.any(a[:k] != b[:k], axis=-1)), or wrap a list "
-                    "of booleans in np.array(...)")
+               hint="build it with NumPy: comparing two arrays with != and reducing with np.any "
+                    "gives a boolean NumPy array; or wrap a list of booleans in np.array(...)")
     got = np.asarray(got)
     if got.shape != (k,):
-        hint = ("return one boolean for each position before k, e.g. "
-                "np.any(a[:k] != b[:k], axis=-1): ")
+        hint = ("return one boolean for each position before k, reduced over that "
+                "position's features: ")
         if got.shape == ():
             hint += "a single True/False does not say which positions leak"
         elif got.ndim == 1 and len(got) == shape[0]:
@@ -285,8 +286,9 @@ def _leak_hint(got, want, layer, x, k):
         return ("compare exactly (a != b), not with np.allclose or a tolerance: a leak can be "
                 "tiny and still be a leak; with the mask, earlier outputs are bit for bit the same")
     if layer is _cancelling:
-        return ("compare every entry (np.any(a != b, axis=-1)): summing the differences lets a "
-                "rise in one feature cancel a fall in another")
+        return ("compare every entry on its own, and call the position changed if any of its "
+                "features changed: summing the differences lets a rise in one feature cancel a "
+                "fall in another")
     if layer is _one_feature_ahead:
         return ("change every feature of the rows from k on, not one column: a layer may read "
                 "the future through any feature")

@@ -385,8 +385,8 @@ def _layer_norm_mistakes(x, w, b, eps):
     return [
         ((x - m) / torch.sqrt(unbiased + eps) * w + b,
          "torch.var and x.var() divide by C - 1 by default (the unbiased estimate); LayerNorm "
-         "divides by C: x.var(-1, keepdim=True, unbiased=False), or "
-         "((x - mean) ** 2).mean(-1, keepdim=True)"),
+         "divides by C: ask for the biased estimate (unbiased=False, or correction=0), or "
+         "average the squared deviations from the mean yourself"),
         ((x - m) / (x.std(-1, keepdim=True) + eps) * w + b,
          "x.std() divides by C - 1 (unbiased), and eps belongs inside the square root: "
          "(x - mean) / sqrt(var + eps), with var the mean of (x - mean) ** 2 over the last axis"),
@@ -412,8 +412,8 @@ def _layer_norm_mistakes(x, w, b, eps):
     ] + [
         ((x - x.mean(dim, keepdim=True))
          / torch.sqrt((x - x.mean(dim, keepdim=True)).pow(2).mean(dim, keepdim=True) + eps) * w + b,
-         "normalise over the last axis only (the C features of each position): "
-         "x.mean(-1, keepdim=True), not " + what)
+         "normalise over the last axis only (the C features of each position), one mean and "
+         "one variance per position, not " + what)
         for dim, what in ((0, "over the first axis"), (tuple(range(x.ndim)), "over the whole tensor"),
                           (tuple(range(x.ndim - 1)), "over the batch and positions"))
     ]
@@ -428,7 +428,7 @@ _FLOAT64_HINT = ("x is float64 and is checked to float64 precision (1e-9): compu
 
 _CANCEL_HINT = ("with a mean of 100 or more, var = E[x^2] - E[x]^2 subtracts two large, nearly "
                 "equal numbers and loses most of its digits: subtract the mean first, then "
-                "average the squares, var = ((x - mean) ** 2).mean(-1, keepdim=True)")
+                "average the squares of those deviations")
 
 
 def _ln_close(got, want, dtype, atol=None):

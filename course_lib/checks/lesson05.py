@@ -315,7 +315,7 @@ def check_rope_scores(fn):
                 c.fail("the scores are right only to float32 precision", case=case,
                        expected=want, got=got,
                        hint="q and k are float64 and are checked to float64 precision: build "
-                            "the frequencies in q's dtype, torch.arange(0, D, 2, dtype=q.dtype), "
+                            "the frequencies in q's dtype rather than torch's default float32, "
                             "and stay in it")
             mistakes = [
                 (_scores_by_distance(q, k, dist, base, sign=-1.0),

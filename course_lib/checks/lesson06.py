@@ -61,18 +61,18 @@ def _no_own_answer(c, called, what, case):
                hint=f"write {what} yourself: course_lib's version is the answer key and earns "
                     f"no credit")
 
-_CRASH_HINT = ("batch is (B, T + 1): inputs = batch[:, :-1] and targets = batch[:, 1:] are each "
-               "(B, T); model(inputs) gives logits (B, T, V); cross_entropy wants them flat, "
+_CRASH_HINT = ("batch is (B, T + 1): inputs (each row without its last id) and targets (each "
+               "row without its first) are each (B, T); model(inputs) gives logits (B, T, V); cross_entropy wants them flat, "
                "logits.reshape(-1, V) against targets.reshape(-1) (use reshape, not view: the "
                "sliced targets are not contiguous)")
 
 _SHIFT_HINTS = {
     "unshifted": "the targets are not shifted: with targets equal to the inputs the model is "
-                 "asked to copy the token it already sees (the off-by-one pitfall); use "
-                 "inputs = batch[:, :-1] and targets = batch[:, 1:]",
+                 "asked to copy the token it already sees (the off-by-one pitfall); the "
+                 "targets are each row without its first id",
     "backwards": "the targets are shifted the wrong way: position t must predict the NEXT "
-                 "token, so inputs = batch[:, :-1] and targets = batch[:, 1:], not the other "
-                 "way round (that teaches the model the previous token)",
+                 "token, so the inputs drop each row's last id and the targets its first, not "
+                 "the other way round (that teaches the model the previous token)",
     "flattened inconsistently": "logits and targets are flattened in different orders, so each "
                                 "score is paired with another position's target: flatten both "
                                 "the same way, logits.reshape(-1, V) with targets.reshape(-1), "
@@ -287,10 +287,9 @@ def _param_hint(gradients_gone, before, after, wrong, k):
 
 _FIRST_ID = 40  # the test corpora are ids 40, 41, 42, ...: an id tells where in the text it sat
 
-_WINDOW_HINT = ("draw each start s with torch.randint(0, len(ids) - block_size, (batch_size,), "
-                "generator=generator): high is exclusive, so the last start is "
-                "len(ids) - block_size - 1, whose window ids[s : s + block_size + 1] ends at the "
-                "last id")
+_WINDOW_HINT = ("every start s from 0 to len(ids) - block_size - 1 must be possible: that last "
+                "start's window ids[s : s + block_size + 1] ends at the last id, and "
+                "torch.randint never returns its `high`, so high is one past the last start")
 
 
 def _pair_of_tensors(c, result, case):
@@ -370,9 +369,9 @@ def _check_independent(c, starts, n_starts, case):
                expected=f"each start, and each step from one row's start to the next row's, "
                         f"about {expected:.0f} times",
                got=f"starts {counts}, steps between rows {steps}",
-               hint="draw every row's start on its own, all at once with torch.randint(0, high, "
-                    "(batch_size,), generator=generator): not consecutive starts, not sorted, "
-                    "not one start shifted row by row")
+               hint="draw every row's start on its own, B independent draws from the "
+                    "generator (one call can draw them all): not consecutive starts, not "
+                    "sorted, not one start shifted row by row")
     c.ok()
 
 
@@ -399,8 +398,8 @@ def check_sample_batch(fn):
             if len(seen) == 1:
                 c.fail(f"all {B} windows start at the same place", case=case,
                        got=starts[:8].tolist(),
-                       hint="draw one start per row, torch.randint(0, high, (batch_size,), "
-                            "generator=generator), not one start for the whole batch")
+                       hint="draw one start per row, batch_size of them, not one start "
+                            "for the whole batch")
             if last not in seen:
                 c.fail(f"the last window (start {last}, ending at the last id) never appears "
                        f"in {B} windows", case=case, expected=list(range(last + 1)),
@@ -408,8 +407,7 @@ def check_sample_batch(fn):
             if 0 not in seen or len(seen) < last + 1:
                 c.fail(f"some starts never appear in {B} windows", case=case,
                        expected=list(range(last + 1)), got=sorted(seen),
-                       hint="every start from 0 to len(ids) - block_size - 1 must be possible: "
-                            + _WINDOW_HINT)
+                       hint=_WINDOW_HINT)
             c.ok()
             _check_independent(c, starts, N - T, case)
         again = c.call(ids, B, T, torch.Generator().manual_seed(first), case=case,
@@ -520,8 +518,9 @@ def _ce_call(c, fn, logits, targets, case, **kwargs):
     if seen["forbidden"]:
         c.fail(f"your function calls {', '.join(seen['forbidden'])}, which the exercise asks "
                f"you not to use", case=case,
-               hint="compute logsumexp(z) - z[target] yourself: the maximum m = z.amax(-1), "
-                    "m + log(sum(exp(z - m))), and the target's logit with gather")
+               hint="compute logsumexp(z) - z[target] yourself: subtract each row's maximum "
+                    "before exponentiating and add it back after the log, and pick the "
+                    "target's logit by its index")
     return got
 
 
