@@ -21,8 +21,8 @@ import nbformat
 
 from course_lib.exercises import tags
 from course_lib.grading import maths
-from course_lib.grading.calls import NotWritten, course_calls, written
-from course_lib.grading.help_taken import help_line
+from course_lib.grading.calls import NotWritten, written
+from course_lib.grading.help_taken import help_calls, help_line
 from course_lib.grading.lessons import defines
 from course_lib.grading.questions import answer_cells, is_question, question_cells
 from course_lib.grading.verdicts import _points
@@ -152,15 +152,7 @@ def help_outputs(nb, extra):
     each solution's highlighted code, by the token its output holds."""
     from course_lib.checks.hints import all_hints, hint_text, solution_intro, solution_source
     hints, count, shown = all_hints(), {}, {}
-    for call in course_calls(nb):
-        if call.function not in ("hint", "solution") or not call.args:
-            continue
-        try:
-            name = written(call.args[0])
-        except NotWritten:
-            continue
-        if name not in hints:
-            continue
+    for call, name in help_calls(nb, hints):
         outputs = shown.setdefault(call.cell, [])
         if call.function == "hint":
             k = _asked(call)

@@ -38,12 +38,9 @@ def _number(call):
     return k if type(k) is int else None
 
 
-def help_taken(nb, exercises):
-    """{exercise: Help} for the given exercise names, from the notebook's calls."""
-    known = all_hints()
-    plain = {name: 0 for name in exercises}
-    chosen = {name: 0 for name in exercises}
-    solved = set()
+def help_calls(nb, names):
+    """(call, exercise) for each hint() or solution() call of the notebook that names, written
+    out, one of `names`, in the notebook's order."""
     for call in course_calls(nb) if nb is not None else []:
         if call.function not in ("hint", "solution") or not call.args:
             continue
@@ -51,8 +48,17 @@ def help_taken(nb, exercises):
             name = written(call.args[0])
         except NotWritten:
             continue
-        if name not in plain:
-            continue
+        if name in names:
+            yield call, name
+
+
+def help_taken(nb, exercises):
+    """{exercise: Help} for the given exercise names, from the notebook's calls."""
+    known = all_hints()
+    plain = {name: 0 for name in exercises}
+    chosen = {name: 0 for name in exercises}
+    solved = set()
+    for call, name in help_calls(nb, plain):
         if call.function == "solution":
             solved.add(name)
             continue
