@@ -172,7 +172,8 @@ x -= x.mean(-1, keepdim=True)
 x /= torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 return x * weight + bias""",
           "changed its input"),
-    Wrong("layer_norm", "stays in float16", _ln(before="pass"),
+    Wrong("layer_norm", "stays in float16",
+          _ln(before="x = x.float() if dtype == torch.bfloat16 else x"),
           "in half precision (x - mean) ** 2 overflows"),
     Wrong("layer_norm", "returns float32 for half input", _ln().replace(".to(dtype)", ""),
           "the input's dtype"),
@@ -268,7 +269,17 @@ return out.to(x.dtype)""", "the result is not right"),
     Wrong("layer_norm", "bfloat16 computed in bfloat16", """\
 m = x.mean(-1, keepdim=True)
 var = (x - m).pow(2).mean(-1, keepdim=True)
-return (x - m) / torch.sqrt(var + eps) * weight + bias""", "in half precision"),
+return (x - m) / torch.sqrt(var + eps) * weight + bias""", "each step rounded to half precision"),
+    # computes bfloat16 in bfloat16 after an exact centring: within the tolerance, off in ulps
+    Wrong("layer_norm", "bfloat16 computed in bfloat16 once centred", """\
+work = torch.promote_types(x.dtype, torch.float32)
+centred = (x.to(work) - x.to(work).mean(-1, keepdim=True))
+if x.dtype == torch.bfloat16:
+    centred = centred.to(x.dtype)
+else:
+    weight, bias = weight.to(work), bias.to(work)
+out = centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * weight + bias
+return out.to(x.dtype)""", "each step rounded to half precision"),
     Wrong("layer_norm", "in-place exp of a tensor autograd needs", """\
 xf = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 m = xf.mean(-1, keepdim=True)
