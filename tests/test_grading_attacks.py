@@ -485,3 +485,15 @@ def test_no_graded_copy_or_probe_holds_the_reference_answers(tmp_path):
     assert not list((tmp_path / "copy").rglob("solutions.json"))
     assert not list(graded_copy.compiled_tree().rglob("solutions.json"))
     assert "solutions.json" in graded_copy.NOT_COPIED(str(SOLUTIONS.parent), [SOLUTIONS.name, "lesson01.py"])
+
+
+def test_a_python_under_tmp_stays_in_reach_of_each_notebooks_own_tmp(monkeypatch):
+    """Each notebook's /tmp is a folder of its own mounted over the job's; a virtual environment
+    in a checkout under /tmp (a fresh clone in a temporary folder) is mounted back, and _clear
+    neither empties it nor counts it as left behind (it did: pytest could not import)."""
+    monkeypatch.setattr(sandbox, "python_paths", lambda root=None: [
+        __import__("pathlib").Path("/usr"), __import__("pathlib").Path("/tmp/clone/.venv")])
+    kept = sandbox.kept_in_tmp("/tmp/grading-job-1")
+    assert kept == ["/tmp/grading-job-1", "/tmp/clone/.venv"]
+    assert sandbox.in_kept("/tmp/clone", kept) and sandbox.in_kept("/tmp/grading-job-1", kept)
+    assert not sandbox.in_kept("/tmp/left-by-a5", kept) and not sandbox.in_kept("/tmp/clo", kept)

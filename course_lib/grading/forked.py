@@ -284,9 +284,11 @@ def _clear(keep, scratch=None):
         if not _others():
             break
         time.sleep(0.005)
+    from course_lib.grading.sandbox import in_kept, kept_in_tmp
+    kept = kept_in_tmp(keep)
     for name in os.listdir("/tmp"):
         path = os.path.join("/tmp", name)
-        if keep == path or keep.startswith(path + "/"):
+        if in_kept(path, kept):
             continue
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
@@ -303,8 +305,9 @@ def _clear(keep, scratch=None):
 def _left(keep, scratch):
     """What a notebook left in the job's sandbox after `_clear`, in words ([] when nothing)."""
     left = [f"process {pid}" for pid in _others()]
-    left += [f"file /tmp/{name}" for name in os.listdir("/tmp")
-             if not (keep == f"/tmp/{name}" or keep.startswith(f"/tmp/{name}/"))]
+    from course_lib.grading.sandbox import in_kept, kept_in_tmp
+    kept = kept_in_tmp(keep)
+    left += [f"file /tmp/{name}" for name in os.listdir("/tmp") if not in_kept(f"/tmp/{name}", kept)]
     if scratch is not None and os.path.lexists(scratch):
         left.append(f"its /tmp and /dev/shm ({scratch})")
     for kind in ("msg", "shm", "sem"):  # the job's IPC namespace (each notebook had its own)

@@ -71,6 +71,17 @@ def python_paths(root=ROOT):
     return sorted(p for p in found if not any(q in p.parents for q in found))
 
 
+def kept_in_tmp(keep):
+    """The folders under /tmp that a sandbox's /tmp keeps: the grader's `keep`, and the folders
+    Python needs where they live under /tmp (a virtual environment in a checkout there)."""
+    return [keep] + [str(p) for p in python_paths() if str(p).startswith("/tmp/")]
+
+
+def in_kept(path, kept):
+    """Whether /tmp's entry `path` is, or holds, one of the `kept` folders."""
+    return any(k == path or k.startswith(path + "/") for k in kept)
+
+
 def unprivileged_python():
     """Why a user other than root could not run this Python without a sandbox (None: it could).
 
@@ -312,15 +323,20 @@ def seal(keep, scratch, copy, lib, parts=("course_lib", "data"), shared_memory=D
     for name in ("tmp", "shm"):
         os.mkdir(os.path.join(scratch, name))
         os.chmod(os.path.join(scratch, name), 0o1777)
-    kept = os.open(keep, os.O_PATH | os.O_DIRECTORY)
+    # the grader's folder, and Python's where it lives under /tmp, are mounted back over the new /tmp
+    kept = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in kept_in_tmp(keep)}
     try:
         _mount(os.path.join(scratch, "shm"), "/dev/shm", flags=_MS_BIND | _MS_NOSUID | _MS_NODEV)
         _mount(os.path.join(scratch, "tmp"), "/tmp", flags=_MS_BIND | _MS_NOSUID | _MS_NODEV)
-        if keep.startswith("/tmp/"):
-            os.makedirs(keep, 0o755)
-            _mount(f"/proc/self/fd/{kept}", keep, flags=_MS_BIND | _MS_REC)
+        for path, fd in kept.items():
+            if path.startswith("/tmp/"):
+                os.makedirs(path, 0o755)
+                _mount(f"/proc/self/fd/{fd}", path, flags=_MS_BIND | _MS_REC)
+                if path != keep:
+                    _mount(None, path, flags=_MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
     finally:
-        os.close(kept)
+        for fd in kept.values():
+            os.close(fd)
     return missing
 
 
