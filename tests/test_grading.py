@@ -1122,7 +1122,9 @@ def test_a_graded_copy_gets_hash_checked_bytecode_that_python_ignores_for_a_chan
     cached = tmp_path / "course_lib" / "checks" / "__pycache__"
     pyc = next(cached.glob("record.cpython-*.pyc"))
     assert int.from_bytes(pyc.read_bytes()[4:8], "little") == 0b11  # PEP 552: hash-based, checked
-    assert graded_copy.tree_hash(tmp_path, ("course_lib",)) == graded_copy.tree_hash(ROOT, ("course_lib",))
+    instructors = graded_copy.tree_hash(ROOT, ("course_lib",))
+    assert instructors.pop("course_lib/checks/solutions.json")  # kept out of every copy (NOT_COPIED)
+    assert graded_copy.tree_hash(tmp_path, ("course_lib",)) == instructors
     source = tmp_path / "course_lib" / "checks" / "record.py"
     source.write_text(source.read_text() + "\nCHANGED = True\n")
     shown = subprocess.run([sys.executable, "-c", "import course_lib.checks.record as r, course_lib; "

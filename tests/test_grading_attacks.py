@@ -113,8 +113,10 @@ if _call(_rt.mq_open({queue!r}.encode(), os.O_RDONLY, 0, None))[1] != "ENOENT":
     _seen.append("a POSIX message queue")
 if os.listdir("/dev/shm"):
     _seen.append(f"/dev/shm: {{os.listdir('/dev/shm')}}")
+_python = [__import__("sys").prefix, __import__("sys").base_prefix]  # a venv under /tmp, mounted back
 _tmp = [n for n in os.listdir("/tmp")  # its own kernel's files aside
-        if os.lstat(os.path.join("/tmp", n)).st_uid != os.getuid() and not n.startswith("grading-job-")]
+        if os.lstat(os.path.join("/tmp", n)).st_uid != os.getuid() and not n.startswith("grading-job-")
+        and not any(p.startswith(os.path.join("/tmp", n) + "/") for p in _python)]
 if _tmp:
     _seen.append(f"/tmp: {{_tmp}}")
 _free = os.statvfs("/tmp").f_bavail * os.statvfs("/tmp").f_frsize
