@@ -124,7 +124,9 @@ test-load: setup
 	bash .ci/under-load env $(PYTEST) tests notebooks
 
 # Every lesson opened and run in JupyterLab in headless Chromium (Debian's chromium package,
-# driven by Playwright: pip install playwright). Screenshots go to tests/artefacts/browser/;
+# driven by Playwright, installed within requirements-lock.txt), and a learner's feedback page
+# opened offline with every request to another host blocked (`make test` skips that one where
+# Playwright or Chromium is not there yet, as in CI). Screenshots go to tests/artefacts/browser/;
 # -rP prints each lesson's time in JupyterLab beside the time it states. Two lessons at a
 # time, longest first, each process with its own JupyterLab and Chromium: a lesson keeps
 # PyTorch to one thread, so two share a 2-core machine as two learners' laptops would not,
@@ -132,7 +134,8 @@ test-load: setup
 BROWSER_JOBS ?= 2
 test-browser: setup
 	COURSE_BROWSER_TEST=1 $(PYTHON) -m pytest -p no:cacheprovider -v -rP -n $(BROWSER_JOBS) \
-		--dist loadgroup --no-loadscope-reorder tests/test_browser.py
+		--dist loadgroup --no-loadscope-reorder tests/test_browser.py \
+		tests/test_feedback_page.py::test_the_page_opened_offline_in_chromium
 
 # Maintainers: regenerate exercises/ after editing a lesson in notebooks/.
 exercises: setup
