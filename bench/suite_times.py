@@ -1,10 +1,14 @@
 """Where the test suite's time goes: a pytest plugin that records each test's wall and CPU time,
 and a summary of what it recorded, by file and by test.
 
-    SUITE_TIMES_OUT=/tmp/times.jsonl PYTHONPATH=bench OMP_NUM_THREADS=1 COURSE_DEVICE=cpu \\
+    SUITE_TIMES_OUT=/tmp/times.jsonl PYTHONPATH="$PWD/bench" OMP_NUM_THREADS=1 COURSE_DEVICE=cpu \\
         .venv/bin/python -m pytest -p suite_times -p no:cacheprovider -q -n 3 --dist loadfile \\
         --no-loadscope-reorder --nbval --nbval-current-env tests notebooks
     python bench/suite_times.py /tmp/times.jsonl [--top 20]
+
+PYTHONPATH is absolute: a kernel started afresh reads a relative one from its notebook's folder,
+while a kernel forked from the test process's zygote keeps the folder the run started in, and
+tests/test_kernel_zygote.py (rightly) fails on that difference.
 
 Each test process appends one JSON line per test: its id, the worker, the wall time from its
 start to its end (setup and teardown included, so a module's fixture counts in its first test)

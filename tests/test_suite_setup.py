@@ -1,5 +1,6 @@
 """The test set-up itself: nbval waits for a busy kernel's outputs instead of failing after 5 s."""
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,24 @@ def test_the_suite_times_plugin_records_each_test_once_and_sums_them(tmp_path):
     unset = subprocess.run(base, cwd=tmp_path, env=dict(env, SUITE_TIMES_OUT=""),
                            capture_output=True, text=True)
     assert unset.returncode != 0 and "set SUITE_TIMES_OUT" in unset.stdout + unset.stderr
+
+
+def test_busy_reports_the_cores_busy_and_idle_time_and_passes_the_status_on(tmp_path):
+    """bench/busy.py: a command that computes shows busy core-seconds, one that sleeps idle ones;
+    the command's exit status is busy.py's, and a missing command is a usage error."""
+    import subprocess
+    import sys
+    busy = [sys.executable, str(ROOT / "bench" / "busy.py"), "--"]
+    computes = subprocess.run(busy + [sys.executable, "-c", "import time\nend = time.process_time() + 1.5\n"
+                                      "while time.process_time() < end: pass\nraise SystemExit(3)"],
+                              capture_output=True, text=True)
+    assert computes.returncode == 3, computes.stderr
+    figures = computes.stdout.splitlines()[-1]
+    wall, busy_s, idle_s = (float(x) for x in re.search(
+        r"wall (\d+) s; core-seconds busy (\d+), idle (\d+)", figures).groups())
+    assert busy_s >= 1 and wall >= 1, figures
+    sleeps = subprocess.run(busy + [sys.executable, "-c", "import time; time.sleep(2)"],
+                            capture_output=True, text=True, check=True).stdout.splitlines()[-1]
+    assert "logical CPUs" in computes.stdout and float(re.search(r"idle (\d+)", sleeps).group(1)) >= 1, sleeps
+    none = subprocess.run(busy[:-1], capture_output=True, text=True)
+    assert none.returncode == 2 and "name the command to run" in none.stderr

@@ -1,0 +1,73 @@
+"""How busy the machine's cores were while a command ran: wall time, and the core-seconds spent
+busy, idle and stolen (by the hypervisor) over that time, read from /proc/stat (Linux).
+
+    .venv/bin/python bench/busy.py -- make test
+    .venv/bin/python bench/busy.py -- make test-browser
+
+The command's own output goes by as usual; the figures come last, with the machine and the load
+average before and after, and the command's exit status is busy.py's. Idle core-seconds say
+whether a run could go faster by waiting less (sandboxes starting, time limits, polling) or only
+by computing less: when idle is near zero, every core was working the whole time, and cutting
+a wait only hands its core to other work. The figures count every process on the machine, not
+only the command's.
+"""
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+
+FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def cpu_times(stat="/proc/stat"):
+    """The machine's CPU time so far, in seconds, by kind: {'busy': s, 'idle': s, 'steal': s}."""
+    with open(stat, encoding="ascii") as f:
+        line = f.readline().split()
+    if not line or line[0] != "cpu":
+        raise ValueError(f"{stat} does not start with the machine's 'cpu' line")
+    ticks = dict(zip(FIELDS, map(int, line[1:1 + len(FIELDS)])))
+    hz = os.sysconf("SC_CLK_TCK")
+    return {"busy": (ticks["user"] + ticks["nice"] + ticks["system"] + ticks["irq"] + ticks["softirq"]) / hz,
+            "idle": (ticks["idle"] + ticks["iowait"]) / hz,
+            "steal": ticks.get("steal", 0) / hz}
+
+
+def report(wall, before, after, load_before, load_after):
+    """The figures' lines."""
+    spent = {k: after[k] - before[k] for k in before}
+    cores = os.cpu_count() or 1
+    return [f"busy: {platform.machine()}, {cores} logical CPUs; load average (1 min) "
+            f"{load_before:.1f} before, {load_after:.1f} after",
+            f"busy: wall {wall:.0f} s; core-seconds busy {spent['busy']:.0f}, idle {spent['idle']:.0f}, "
+            f"stolen {spent['steal']:.0f} (of {cores * wall:.0f}: {cores} cores x the wall time)"]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     usage="busy.py [-h] -- COMMAND [ARGS...]")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("name the command to run after --, e.g. busy.py -- make test")
+    try:
+        before = cpu_times()
+    except (OSError, ValueError) as e:
+        print(f"busy: cannot read the machine's CPU times ({e}); this needs Linux's /proc/stat",
+              file=sys.stderr)
+        return 2
+    load_before, start = os.getloadavg()[0], time.perf_counter()
+    try:
+        status = subprocess.call(command)
+    except OSError as e:
+        print(f"busy: cannot run {command[0]}: {e}", file=sys.stderr)
+        return 127
+    wall, after = time.perf_counter() - start, cpu_times()
+    print("\n".join(report(wall, before, after, load_before, os.getloadavg()[0])), flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
