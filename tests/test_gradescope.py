@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from course_lib.exercises import exercises
-from course_lib.grading import gradescope, run, sandbox
+from course_lib.grading import gradescope, sandbox
 
 from answers import REFERENCE, WRONG
 from notebook_tools import ROOT, fill, read
@@ -244,7 +244,7 @@ def test_without_a_sandbox_it_says_so_and_never_runs_the_notebook_as_root(autogr
                 pool.submit(emulate, autograder, tmp_path / "forged", _forged(tmp_path / "forged"), ON_TIME, env)]
         (result, status, output), (forged, forged_status, forged_output) = [r.result() for r in runs]
     tests, forged_tests = _tests(result), _tests(forged)
-    if os.geteuid() == 0 and run.unprivileged_python() is not None:
+    if os.geteuid() == 0 and sandbox.unprivileged_python() is not None:
         # no sandbox and no other user who can run this Python: nothing runs, and it says why
         for r, code, out in ((result, status, output), (forged, forged_status, forged_output)):
             assert code == 1 and r["score"] == 0, out

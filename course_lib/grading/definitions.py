@@ -68,6 +68,7 @@ class Definitions:
     unparsed: list = field(default_factory=list)     # cells that are not Python: "cell 3: SyntaxError ..."
     imports: dict = field(default_factory=dict)      # name -> the module it was imported from, so far
     constants: set = field(default_factory=set)      # names bound to constants, so far
+    probe_problems: list = field(default_factory=list)  # what the probe could not load, for the log
 
     def unreadable(self, name):
         """Why the probe cannot hold `name` as the notebook binds it, with what to write; None when it can.

@@ -41,8 +41,7 @@ from course_lib.exercises import ROOT
 from course_lib.grading.lateness import lesson_stem, parse_penalty
 from course_lib.grading.lessons import LESSONS, lesson_exercises
 from course_lib.grading.questions import is_question, lesson_questions
-from course_lib.grading.run import unprivileged_python
-from course_lib.grading.sandbox import unavailable
+from course_lib.grading.sandbox import unavailable, unprivileged_python
 from course_lib.grading.submissions import read_submission
 
 CONFIG = "gradescope.json"   # in the zip: the lesson and the term's rules
@@ -80,7 +79,7 @@ if ! $pip -r requirements.txt -c requirements-lock.txt; then
 fi
 # the course imports; where the container allows no sandbox, a notebook runs as a user of its own,
 # who must be able to run this Python
-/opt/course-venv/bin/python -c 'from course_lib.grading.run import unprivileged_python as why; print("setup.sh:", why() or "a user other than root can run this Python")'
+/opt/course-venv/bin/python -c 'from course_lib.grading.sandbox import unprivileged_python as why; print("setup.sh:", why() or "a user other than root can run this Python")'
 """
 
 RUN_AUTOGRADER = """\

@@ -227,13 +227,12 @@ def run_subprocess(statements, found, seed, scratch, *, timeout, root=ROOT, sand
     import tempfile
 
     from course_lib.grading.graded_copy import compiled_tree
-    from course_lib.grading.sandbox import bwrap_command, give_to, sandbox_env, sandbox_uid, unprivileged_python
+    from course_lib.grading.sandbox import bwrap_command, give_to, learner_uid, sandbox_env
     lib = compiled_tree(root)
     todo, recorded, problems, cpu = list(found), {}, [], 0.0
     while todo:
         home = Path(tempfile.mkdtemp(prefix="grading-probe-"))
-        # a root grader without a sandbox probes as a user of its own, as it runs the notebook (`run`)
-        uid = sandbox_uid() if sandboxed or (os.geteuid() == 0 and unprivileged_python() is None) else None
+        uid = learner_uid(sandboxed)   # as the notebook's own run has (`run`)
         command = [sys.executable, "-I", "-c", BOOT, str(lib)]
         env = sandbox_env(home, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "agg",
                                  "PYTHONDONTWRITEBYTECODE": "1"})
@@ -322,5 +321,5 @@ def probe_notebook(submission, lesson, found, seed, scratch, replayer, *, timeou
     else:
         recorded, problems, cpu = run_subprocess(statements, found, seed, scratch, timeout=timeout, root=root,
                                                  sandboxed=sandboxed, limits=limits)
-    learner.probe_problems = problems   # what the probe could not load (an import it lacks), for the log
+    learner.probe_problems = problems   # an import it lacks, say
     return replay_all(found, recorded, scratch, seed, replayer), learner, cpu

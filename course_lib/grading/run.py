@@ -30,8 +30,8 @@ from course_lib.grading.questions import grade_questions, questions_not_graded
 from course_lib.grading.probe import probe_notebook
 from course_lib.grading.replay import Replayer, remove, scratch_folder
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
-                                        UNSANDBOXED, bwrap_command, give_to, process_limit, python_paths,
-                                        sandbox_env, sandbox_uid, unavailable, unprivileged_python)
+                                        UNSANDBOXED, bwrap_command, give_to, learner_uid, process_limit,
+                                        sandbox_env, sandbox_uid, unavailable)
 from course_lib.grading.submissions import identify, read_submission, submission_hash
 from course_lib.grading.verdicts import Result, _cell_name, verdicts
 
@@ -140,9 +140,7 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
     private = Path(tempfile.mkdtemp(prefix="grading-"))    # the grader's alone: pytest's output
     records = Path(tempfile.mkdtemp(prefix="grading-records-"))  # where the plugin writes
     record, key = records / f"{secrets.token_hex(8)}.jsonl", secrets.token_hex(32)
-    # a root grader without a sandbox runs learner code as a user id of its own where that user can
-    # run Python (the Gradescope autograder refuses to grade where it cannot: unprivileged_python)
-    uid = sandbox_uid() if sandboxed or (os.geteuid() == 0 and unprivileged_python() is None) else None
+    uid = learner_uid(sandboxed)
     setup = {"record": [str(record), key], "uid": uid, "limits": dict(limits or {})}
     setup["limits"].setdefault("RLIMIT_NPROC", process_limit())
     command = [sys.executable, "-c", LAUNCH, f"notebooks/{lesson_name}"]
@@ -391,7 +389,7 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
                   seconds=time.monotonic() - start, help=help_taken(submission, [e.name for e in found]),
                   submission=submission, placements=placements, retried=retried,
                   log=_diagnosis(run, settings, tries) + "".join(
-                      f"\nthe grader's probe could not load {why}" for why in getattr(learner, "probe_problems", [])),
+                      f"\nthe grader's probe could not load {why}" for why in (learner.probe_problems if learner else [])),
                   sandbox=SANDBOXED if sandboxed else UNSANDBOXED,
                   cpu_seconds=None if None in cpu_used else round(sum(cpu_used), 2),
                   replay_cpu_seconds=replay_cpu, seed=base_seed)

@@ -131,6 +131,16 @@ def sandbox_uid():
     return 1_600_000_000 + secrets.randbelow(100_000_000)
 
 
+def learner_uid(sandboxed):
+    """The user id a notebook's code (its run, or the probe of its definitions) runs as; None: the
+    grader's own. A root grader gives it a user of its own: in a sandbox always, and without one
+    where such a user can run this Python (unprivileged_python; the Gradescope autograder refuses
+    to grade where it cannot)."""
+    if sandboxed or (os.geteuid() == 0 and unprivileged_python() is None):
+        return sandbox_uid()
+    return None
+
+
 def give_to(folder, uid):
     """Make everything under folder belong to uid (the sandbox's user), links not followed."""
     if uid is None:
