@@ -8,12 +8,14 @@ The command's own output goes by as usual; the figures come last, with the machi
 average before and after, and the command's exit status is busy.py's. Idle core-seconds say
 whether a run could go faster by waiting less (sandboxes starting, time limits, polling) or only
 by computing less: when idle is near zero, every core was working the whole time, and cutting
-a wait only hands its core to other work. The figures count every process on the machine, not
-only the command's.
+a wait only hands its core to other work. Busy, idle and stolen count every process on the
+machine, not only the command's; the command's own CPU time (it and the processes it waited for,
+from the kernel's accounting) comes on a line of its own, and does not depend on what else ran.
 """
 import argparse
 import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -34,14 +36,21 @@ def cpu_times(stat="/proc/stat"):
             "steal": ticks.get("steal", 0) / hz}
 
 
-def report(wall, before, after, load_before, load_after):
-    """The figures' lines."""
+def children_cpu():
+    """CPU seconds, user and system, of the child processes waited for so far (and theirs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def report(wall, before, after, load_before, load_after, own):
+    """The figures' lines; `own` is the command's own CPU seconds."""
     spent = {k: after[k] - before[k] for k in before}
     cores = os.cpu_count() or 1
     return [f"busy: {platform.machine()}, {cores} logical CPUs; load average (1 min) "
             f"{load_before:.1f} before, {load_after:.1f} after",
             f"busy: wall {wall:.0f} s; core-seconds busy {spent['busy']:.0f}, idle {spent['idle']:.0f}, "
-            f"stolen {spent['steal']:.0f} (of {cores * wall:.0f}: {cores} cores x the wall time)"]
+            f"stolen {spent['steal']:.0f} (of {cores * wall:.0f}: {cores} cores x the wall time)",
+            f"busy: the command's own CPU time {own:.1f} core-seconds"]
 
 
 def main(argv=None):
@@ -58,14 +67,15 @@ def main(argv=None):
         print(f"busy: cannot read the machine's CPU times ({e}); this needs Linux's /proc/stat",
               file=sys.stderr)
         return 2
-    load_before, start = os.getloadavg()[0], time.perf_counter()
+    load_before, own_before, start = os.getloadavg()[0], children_cpu(), time.perf_counter()
     try:
         status = subprocess.call(command)
     except OSError as e:
         print(f"busy: cannot run {command[0]}: {e}", file=sys.stderr)
         return 127
     wall, after = time.perf_counter() - start, cpu_times()
-    print("\n".join(report(wall, before, after, load_before, os.getloadavg()[0])), flush=True)
+    own = children_cpu() - own_before
+    print("\n".join(report(wall, before, after, load_before, os.getloadavg()[0], own)), flush=True)
     return status
 
 
