@@ -9,8 +9,10 @@ average before and after, and the command's exit status is busy.py's. Idle core-
 whether a run could go faster by waiting less (sandboxes starting, time limits, polling) or only
 by computing less: when idle is near zero, every core was working the whole time, and cutting
 a wait only hands its core to other work. Busy, idle and stolen count every process on the
-machine, not only the command's; the command's own CPU time (it and the processes it waited for,
-from the kernel's accounting) comes on a line of its own, and does not depend on what else ran.
+machine, not only the command's; the command's own CPU time comes on a line of its own, and does
+not depend on what else ran. The kernel counts in it only the processes that were waited for:
+a daemon the command started (Slurm's, in the Slurm test) or a process whose parent did not wait
+for it is left out, so on an otherwise quiet machine the own time can be the lower figure.
 """
 import argparse
 import os
