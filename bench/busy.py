@@ -17,8 +17,8 @@ for it, is left out. So on an otherwise quiet machine the own time can be the lo
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/busy.py -- .venv/bin/python -m pytest -q -n 2 tests/test_grading.py
 
-on a quiet 2-core EPYC (2026-12-03), most of the rest in the grader's sandboxes (their zygotes'
-forks and the kernels, by an ad hoc sampler of /proc/PID/stat).
+on a quiet 2-core EPYC (2026-12-03); about half of the rest, 73 core-seconds, was in the forks
+of the grader's sandbox zygotes (by an ad hoc sampler of /proc/PID/stat).
 """
 import argparse
 import os
