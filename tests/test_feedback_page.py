@@ -191,7 +191,7 @@ def test_the_page_and_its_tab_name_the_lesson_and_the_learner_as_the_roster_writ
     assert "<b>" not in heading and html.unescape(re.sub(r"<[^>]+>", "", heading)) == expected
 
 
-PAGE_LIMIT = 200 * 1024   # bytes of a lesson's feedback page (issue 43)
+PAGE_LIMIT = 200_000   # bytes of a lesson's feedback page (issue 43: under 200 KB)
 
 
 def test_every_lessons_page_is_small_and_keeps_the_learners_outputs():
