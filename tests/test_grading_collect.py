@@ -273,7 +273,7 @@ def test_canvas_anonymous_grading_is_collected_by_its_anonymous_ids_which_a_rost
     assert [e for e, _ in skipped] == ["anon_Mx3kP_90003_notes.pdf"]
     assert lateness.read_stamp((tmp_path / "class" / "anon_Qr7Zt" / "00_start_here" / "timestamp.txt").read_text(),
                                UTC, "x") == lateness.LATE
-    people = roster(tmp_path, "learner,lms_id\nada,anon_Mx3kP\n")
+    people = roster(tmp_path, "learner,lms_id,anonymous_id\nada,4821,Mx3kP\n")
     placed, _ = collect.collect(download, tmp_path / "mapped", people)
     assert sorted(l for l, _, _ in placed) == ["ada", "anon_Qr7Zt"]
     kept = {r["learner"]: r for r in collect.read_collected(tmp_path / "mapped")}

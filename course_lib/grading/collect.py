@@ -25,8 +25,9 @@ records it, else written without a zone, so that the term's --timezone reads it)
 the time `--times` gives, else the word `late` or `on time` from the entry's flag
 (course_lib.grading.lateness). A notebook collected again unchanged keeps the time it had.
 
-A learner is named as on the roster where the LMS id in the download (Canvas's user id or
-`anon_` id, Moodle's participant id, nbgrader's student id) is a roster entry's `lms_id` (for
+A learner is named as on the roster where the LMS id in the download (Canvas's user id, Moodle's
+participant id, nbgrader's student id) is a roster entry's `lms_id`, or Canvas's anonymous id
+its `anonymous_id` (for
 nbgrader, also its learner name; for Moodle, whose participant id is the assignment's own,
 also where the roster's `name` column is the learner's full name, held by one entry);
 otherwise as the LMS names them. Two learners never share a folder: one whose name is taken
@@ -482,6 +483,8 @@ def _folders(found, entries, earlier, log):
     `log` says so, naming both by their LMS ids.
     """
     by_id = {e["lms_id"]: e["learner"] for e in entries if e["lms_id"]}
+    by_id.update({f"anon_{e['anonymous_id'].removeprefix('anon_')}": e["learner"]
+                  for e in entries if e.get("anonymous_id")})   # Canvas's anonymous grading
     names = {e["learner"] for e in entries}
     full = {}
     for e in entries:
