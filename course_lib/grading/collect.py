@@ -47,14 +47,12 @@ learner, which `return` needs to hand the feedback back.
 import argparse
 import csv
 import datetime
-import itertools
 import os
 import re
 import stat
 import struct
 import sys
 import tempfile
-import unicodedata
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +61,7 @@ import nbformat
 
 from course_lib.grading.book import plain, write_csv
 from course_lib.grading.lateness import LATE, ON_TIME, TIMESTAMP, flag_stamp, parse_time, read_stamp
+from course_lib.grading.learner_folders import COLLECTED, folders
 from course_lib.grading.lessons import LESSONS, _lesson_index
 from course_lib.grading.roster import read_roster
 from course_lib.grading.sandbox import printable
@@ -70,7 +69,6 @@ from course_lib.grading.submissions import SUBMISSION_LIMIT, identify
 
 TOTAL_LIMIT = 4 * 2 ** 30     # bytes read from one download in all
 MAX_ENTRIES = 50_000          # entries read from one zip
-COLLECTED = "collected.csv"
 COLUMNS = ["learner", "lesson", "lms", "lms_id", "lms_name", "lms_prefix", "source", "submitted"]
 # Canvas (lib/content_zipper.rb): [sortable name, "LATE", user id] joined by "_" with every other
 # character than a letter, a digit or "_" removed, or "anon_{anonymous id}" in place of the name
@@ -97,18 +95,6 @@ class Found:
 
 class Refused(ValueError):
     """An entry that is not placed, and why."""
-
-
-def safe_name(text):
-    """A folder name from a learner's LMS name: no slash, no leading dot, no control character."""
-    text = unicodedata.normalize("NFC", text).strip()
-    text = "".join("_" if ch in '/\\:' or unicodedata.category(ch).startswith("C") else ch for ch in text)
-    return text.lstrip(".").strip() or "_"
-
-
-def _folded(name):
-    """A name as compared: NFC, case folded, spaces collapsed."""
-    return " ".join(unicodedata.normalize("NFC", name).casefold().split())
 
 
 # ---------------------------------------------------------------- Canvas's submission times
@@ -383,7 +369,7 @@ def collect(download, into, roster=None, lesson=None, lessons=LESSONS, log=print
             raise ValueError(f"--lesson: no single lesson is {lesson!r}; lessons: {', '.join(stems)}")
         forced = match[0]
     entries = read_roster(roster) if roster else []
-    reserved = [e["learner"] for e in entries if _folded(e["learner"]) in RESERVED]
+    reserved = [e["learner"] for e in entries if e["learner"].casefold() == COLLECTED]
     if reserved:
         raise ValueError(f"the roster names a learner {reserved[0]!r}, the name of a file collect writes "
                          f"in the class folder: rename them on the roster")
@@ -398,7 +384,7 @@ def collect(download, into, roster=None, lesson=None, lessons=LESSONS, log=print
         raise ValueError(f"there is no download at {download}: give the zip Canvas or Moodle made, "
                          f"or an nbgrader submitted/ folder")
     kept = _read_collected(into)
-    folder_of = _folders(found, entries, kept.values(), log)
+    folder_of = folders(found, entries, kept.values(), log)
     chosen = {}   # (learner, lesson) -> (Found, bytes, how)
     for f in _newest(found):
         learner = folder_of[f.lms, f.lms_id]
@@ -434,9 +420,6 @@ def collect(download, into, roster=None, lesson=None, lessons=LESSONS, log=print
     return placed, skipped
 
 
-RESERVED = {_folded(COLLECTED)}   # names of what collect writes in the class folder itself
-
-
 def _unchanged(notebook, data):
     """Whether `notebook` is a regular file holding exactly `data`."""
     try:
@@ -455,92 +438,6 @@ def _holds_a_time(stamp):
                                      str(stamp)), datetime.datetime)
     except (OSError, ValueError):
         return False
-
-
-def _stable_id(lms, lms_id):
-    """Whether an LMS keeps this id for one learner from one assignment to the next (Canvas's user
-    id, nbgrader's student; not Moodle's participant id or Canvas's anonymous id)."""
-    return lms == "nbgrader" or (lms == "canvas" and not lms_id.startswith("anon_"))
-
-
-def _same_learner(row, lms, lms_id, lms_name):
-    """Whether an earlier collect's row (of collected.csv) is the learner of this download named so."""
-    if row["lms"] != lms:
-        return False
-    if _stable_id(lms, lms_id):
-        return row["lms_id"] == lms_id
-    return row["lms_id"] == lms_id or _folded(row["lms_name"]) == _folded(lms_name)
-
-
-def _folders(found, entries, earlier, log):
-    """{(lms, lms_id): learner folder}, a folder of its own for each learner of the download.
-
-    A learner is the roster's where the roster names their id (or, for Moodle and nbgrader,
-    their name, held by one entry); otherwise the LMS's name (Canvas's anonymous id where it
-    hides the name). A folder (compared case-folded) that is a roster learner's with another
-    id, an earlier collect's other learner's (collected.csv), another learner's of this
-    download or a file collect writes is not given: the learner gets `{name} ({id})`, and
-    `log` says so, naming both by their LMS ids.
-    """
-    by_id = {e["lms_id"]: e["learner"] for e in entries if e["lms_id"]}
-    by_id.update({f"anon_{e['anonymous_id'].removeprefix('anon_')}": e["learner"]
-                  for e in entries if e.get("anonymous_id")})   # Canvas's anonymous grading
-    names = {e["learner"] for e in entries}
-    full = {}
-    for e in entries:
-        if e["name"]:
-            full.setdefault(_folded(e["name"]), []).append(e["learner"])
-    by_name = {name: learners[0] for name, learners in full.items() if len(learners) == 1}
-    claimed = {_folded(e["learner"]): e for e in entries if e["lms_id"]}   # the roster's, by id
-    before = {}
-    for row in earlier:
-        before.setdefault(_folded(row["learner"]), []).append(row)
-    people = {}
-    for f in found:
-        people.setdefault((f.lms, f.lms_id), f)
-    chosen, taken = {}, {}
-
-    alike = {}   # Moodle's learners by name: a name two of them share maps neither to the roster
-    for f in people.values():
-        alike[_folded(f.lms_name)] = alike.get(_folded(f.lms_name), 0) + 1
-
-    def mapped(f):
-        return (by_id.get(f.lms_id) or (f.lms_id if f.lms == "nbgrader" and f.lms_id in names else None)
-                or (by_name.get(_folded(f.lms_name)) if f.lms == "moodle" and alike[_folded(f.lms_name)] == 1
-                    else None))
-
-    def whose(name, f, on_roster):
-        """Whom the folder `name` is already, for the learner `f`; None when it is free for them."""
-        key = _folded(name)
-        if key in RESERVED:
-            return "the name of a file collect writes in the class folder"
-        entry = claimed.get(key)
-        if entry is not None and not on_roster and entry["lms_id"] != f.lms_id:
-            return f"the roster's {entry['learner']} (LMS id {entry['lms_id']})"
-        if key in taken:
-            other = taken[key]
-            return f"{other[0]} {other[1]}'s, in this download"
-        rows = before.get(key, [])
-        strangers = [r for r in rows if not _same_learner(r, f.lms, f.lms_id, f.lms_name)]
-        if strangers and not (on_roster and not any(r["lms"] == f.lms and _stable_id(r["lms"], r["lms_id"])
-                                                    for r in strangers)):
-            r = strangers[0]
-            return f"{r['lms']} {r['lms_id']}'s, from an earlier collect"
-        return None
-
-    order = sorted(people.values(), key=lambda f: (mapped(f) is None, f.lms, f.lms_id.zfill(20)))
-    for f in order:
-        roster_name = mapped(f)
-        base = roster_name or (f.lms_id if f.lms_id.startswith("anon_") else safe_name(f.lms_name))
-        name, why = base, whose(base, f, roster_name is not None)
-        if why is not None:
-            tries = itertools.chain([f"{base} ({f.lms_id})"] if f.lms_id != base else [],
-                                    (f"{base} ({n})" for n in itertools.count(2)))
-            name = next(name for name in tries if whose(name, f, False) is None)
-            log(f"{f.lms} {f.lms_id} is collected as {name!r}: the folder {base!r} is {why}")
-        taken[_folded(name)] = (f.lms, f.lms_id)
-        chosen[f.lms, f.lms_id] = name
-    return chosen
 
 
 def _read_collected(into):
