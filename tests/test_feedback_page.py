@@ -6,6 +6,7 @@ lesson and the learner as the roster names them, its points add up (each row's, 
 that is their sum, with the rule that counts them), and it is small: each lesson's page, made
 from the solved lesson's own outputs, is under PAGE_LIMIT, with no script, no font and no
 formula's glyph drawn twice."""
+import base64
 import html
 import json
 import re
@@ -189,6 +190,48 @@ def test_the_page_and_its_tab_name_the_lesson_and_the_learner_as_the_roster_writ
     assert html.unescape(re.search(r"<title>(.*?)</title>", page).group(1)) == expected
     heading = re.search(r"<h1[^>]*>(.*?)<a class=\"anchor-link\"", page, re.S).group(1)
     assert "<b>" not in heading and html.unescape(re.sub(r"<[^>]+>", "", heading)) == expected
+
+
+def _absolute(d):
+    """The absolute points of relative path data (m, l, q, c, z), to check pagestyle._relative."""
+    import re as regex
+    points, x, y, start = [], 0, 0, (0, 0)
+    for command, numbers in regex.findall(r"([mlqcz])([-\d ]*)", d):
+        values = [int(v) for v in regex.findall(r"-?\d+", numbers)]
+        if command == "z":
+            x, y = start
+            points.append(("Z",))
+            continue
+        absolute = [v + (x if k % 2 == 0 else y) for k, v in enumerate(values)]
+        points.append((command.upper(), *absolute))
+        x, y = absolute[-2], absolute[-1]
+        if command == "m":
+            start = (x, y)
+    return points
+
+
+def test_a_glyph_written_from_point_to_point_is_the_same_outline():
+    import random
+    from course_lib.grading import pagestyle
+    rng = random.Random(43)
+    for _ in range(200):
+        shape = [("M", rng.randint(-5000, 5000), rng.randint(-5000, 5000))]
+        for _ in range(rng.randint(1, 12)):
+            command = rng.choice("LQCZM")
+            shape.append((command, *(rng.randint(-5000, 5000) for _ in range({"L": 2, "Q": 4, "C": 6, "Z": 0,
+                                                                               "M": 2}[command]))))
+        d = " \n".join(" ".join(map(str, part)) for part in shape)
+        assert _absolute(pagestyle._relative(d)) == shape
+
+
+def test_a_picture_that_is_not_maths_drawing_stays_as_it_was():
+    from course_lib.grading import maths, pagestyle
+    odd = base64.b64encode(b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1 1"><script>x</script></svg>')
+    page = (f'<body><img class="tex" alt="x" src="data:image/svg+xml;base64,{odd.decode()}" style="width:1pt">'
+            + maths.formula_html("x^2") + maths.formula_html("x^2") + "</body>")
+    shared = pagestyle.shared_formulas(page)
+    assert shared.count('<img class="tex"') == 1 and shared.count('<svg class="tex"') == 2
+    assert shared.count("<symbol ") == 1 and "<script" not in shared.split('<img class="tex"')[0]
 
 
 PAGE_LIMIT = 200_000   # bytes of a lesson's feedback page (issue 43: under 200 KB)

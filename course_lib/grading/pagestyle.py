@@ -8,14 +8,15 @@ formulas carried a hundred copies of its font. Here a page gets:
 
 - TEMPLATE: the lab template with STYLE (a few KB: the cells, prompts, outputs, tables, the
   highlighted code in the light theme's colours, the terminal colours of a traceback) in place
-  of JupyterLab's sheets, and without nbconvert's scripts (require.js, MathJax, mermaid, widgets:
-  each read from the network);
+  of JupyterLab's sheets, without nbconvert's scripts (require.js, MathJax, mermaid, widgets:
+  each read from the network), and without the `In [ ]:` of a cell that never ran (the page's
+  check cells);
 - `shared_formulas`: each formula inline, as an <svg> that uses a symbol drawn once per page,
-  whose glyphs are defined once per page; the formula's TeX is its accessible name and title;
-- `trimmed`: the markup that draws nothing taken out: JupyterLab's collapsers, the empty `In [ ]:`
-  prompt of a cell that never ran (the page's check cells), and the <span> of a highlighted
-  token that STYLE does not colour (names, operators, punctuation, whitespace), and one <span>
-  for tokens of one colour side by side.
+  whose glyphs are defined once per page; the formula's TeX is its accessible name;
+- `trimmed`: the markup that draws nothing taken out: JupyterLab's collapsers, attributes no
+  style or link uses, and the <span> of each highlighted token that STYLE does not colour
+  (names, operators, punctuation, whitespace), with one <span> for tokens of one colour side
+  by side.
 """
 import base64
 import html
@@ -24,7 +25,7 @@ import xml.etree.ElementTree as ET
 
 TEMPLATE_NAME = "course-feedback.html.j2"
 
-# the light theme's code colours (JupyterLab's theme-light.css), by pygments token class
+# The light theme's code colours (JupyterLab's theme-light.css), by pygments token class.
 # Keywords, strings, numbers and comments are coloured; names, operators and punctuation are
 # the text's colour: a <span> for each `=`, `.`, bracket and comma was a third of a page.
 # `and`, `in`, `not` are keywords, as JupyterLab shows them.
@@ -111,9 +112,9 @@ _HIGHLIGHT = re.compile(r'(<div class="\s*highlight[^"<>]*">\s*<pre>)(.*?)(</pre
 
 
 def trimmed(page):
-    """The page without JupyterLab's collapsers, the `In [ ]:` of cells that never ran, and, in
-    highlighted code, the <span> of each token that STYLE leaves the text's colour (one <span>
-    for neighbours of one colour)."""
+    """The page without JupyterLab's collapsers and _NEEDLESS attributes, and, in highlighted
+    code, without the <span> of each token that STYLE leaves the text's colour (one <span> for
+    neighbours of one colour)."""
     page = _NEEDLESS.sub("", _COLLAPSER.sub("", page))
     return _HIGHLIGHT.sub(lambda m: m.group(1) + _coloured(m.group(2)) + m.group(3), page)
 
@@ -212,9 +213,10 @@ def _relative(d):
 
 
 def _placed(transform):
-    """A transform with its translations to a tenth of a unit (maths' units: a hundredth of a point)."""
+    """A transform with its translations to a tenth of a unit (a tenth of a point where it places
+    a formula's group; a hundredth of a point where it places a glyph in the group)."""
     return re.sub(r"translate\(([^)]*)\)", lambda m: "translate(" + " ".join(
-        f"{round(float(x), 1):g}" for x in m.group(1).replace(",", " ").split()) + ")", transform)
+        f"{round(float(x), 1) + 0:g}" for x in m.group(1).replace(",", " ").split()) + ")", transform)
 
 
 def _symbol(svg, glyphs):
@@ -236,21 +238,19 @@ def _symbol(svg, glyphs):
                 return None
             d, transform = _glyph(d, transform)
             found[glyph] = f' d="{d}"' + (f' transform="{transform}"' if transform else "") + "/>"
-    for glyph, markup in found.items():
-        known = glyphs.get(glyph)
-        if known is None:
-            name = f"{GLYPH_ID}{len(glyphs)}"
-            glyphs[glyph] = (name, f'<path id="{name}"{markup}')
-        elif not known[1].endswith(markup):   # one name, two outlines: keep the picture
-            return None
-    names = {glyph: name for glyph, (name, _) in glyphs.items()}
+    if any(glyph in glyphs and not glyphs[glyph][1].endswith(markup) for glyph, markup in found.items()):
+        return None   # one name, two outlines: the picture stays
+    new = {glyph: f"{GLYPH_ID}{len(glyphs) + i}" for i, glyph in enumerate(g for g in found if g not in glyphs)}
+    names = {**{glyph: name for glyph, (name, _) in glyphs.items()}, **new}
     parts = []
     for child in root:
-        if child.tag == f"{_SVG}g":
-            drawn = _drawing(child, names)
-            if drawn is None:
-                return None
-            parts.append(drawn)
+        if child.tag == f"{_SVG}defs" and all(c.tag in (f"{_SVG}style", f"{_SVG}path") for c in child):
+            continue   # the glyphs (found above) and mathtext's line style
+        drawn = _drawing(child, names) if child.tag == f"{_SVG}g" else None
+        if drawn is None:
+            return None
+        parts.append(drawn)
+    glyphs.update({glyph: (name, f'<path id="{name}"{found[glyph]}') for glyph, name in new.items()})
     return box, "".join(parts)
 
 
