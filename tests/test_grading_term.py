@@ -157,6 +157,17 @@ def test_a_late_row_loses_the_documented_share():
     assert (on_time["lateness"], on_time["penalty"], on_time["points"]) == ("0:00:00", "0%", "2")
 
 
+def test_a_hand_in_the_lms_flagged_without_a_time_is_late_by_one_started_unit():
+    rules = term.Term(due={STEM: datetime.datetime(2026, 12, 8, 17, tzinfo=UTC)},
+                      penalty=lateness.parse_penalty("10%/day,max=50%"))
+    late = term.finish(plain_row(status="passed", submitted=lateness.FLAGGED[lateness.LATE]), rules)
+    assert (late["lateness"], late["penalty"], late["points"]) == (term.LATENESS_UNKNOWN, "10%", "1.8")
+    hourly = term.Term(due=rules.due, penalty=lateness.parse_penalty("2%/hour"))
+    assert term.finish(plain_row(status="passed", submitted=lateness.FLAGGED[lateness.LATE]), hourly)["penalty"] == "2%"
+    on_time = term.finish(plain_row(status="passed", submitted=lateness.FLAGGED[lateness.ON_TIME]), rules)
+    assert (on_time["lateness"], on_time["penalty"], on_time["points"]) == ("0:00:00", "0%", "2")
+
+
 # ---------------------------------------------------------------- overrides, on files
 
 MAXIMA = {STEM: {e: 1 for e in EXERCISES}, "01_attention_by_hand": {"softmax": 2}}
@@ -321,6 +332,30 @@ def test_late_work_in_a_class_from_timestamp_txt(fake_class):
         "late_penalty"] == "10%/day"
     with pytest.raises(ValueError, match="needs due times"):
         grade_fake(folder, out, due="none")
+
+
+def test_a_canvas_download_made_after_the_due_time_penalises_only_its_late_flagged_learners(fake_class):
+    """Canvas writes every entry of its zip at the moment the zip is made (here 12 days after the
+    due time): collected and graded with --due and --late-penalty, only the learners Canvas
+    flagged LATE lose, one day's 10% each; every other one is on time."""
+    from test_grading_collect import canvas_download
+    tmp = fake_class["tmp"]
+    nb = blank()
+    nb.metadata["fake"] = {}
+    data = nbformat.writes(nb).encode()
+    learners = {"lovelaceada": "", "babbagebob": "LATE_", "hoppergrace": "", "turingalan": "LATE_",
+                "curiemarie": "", "noetheremmy": ""}
+    download = canvas_download(tmp / "canvas.zip", [
+        (f"{name}_{flag}{4800 + i}_{90000 + i}_00_start_here.ipynb", data)
+        for i, (name, flag) in enumerate(learners.items())], when=(2026, 12, 20, 9, 41, 7))
+    from course_lib.grading import collect
+    collect.collect(download, tmp / "canvas-class")
+    rows, _ = grade_fake(tmp / "canvas-class", fake_class["out"], due="00=2026-12-08T17:00",
+                         late_penalty="10%/day")
+    penalties = {r["learner"]: (r["penalty"], r["points"]) for r in rows if r["exercise"] == EXERCISE}
+    assert penalties == {name: ("10%", "0.9") if flag else ("0%", "1") for name, flag in learners.items()}
+    late = rows_of(rows, "babbagebob")
+    assert (late["submitted"], late["lateness"]) == (lateness.FLAGGED[lateness.LATE], term.LATENESS_UNKNOWN)
 
 
 def test_shards_are_stable_and_merge_refuses_what_does_not_fit(fake_class):
