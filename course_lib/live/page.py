@@ -19,7 +19,7 @@ PAGE = Template("""<!DOCTYPE html>
 <link rel="stylesheet" href="{{ prefix }}live.css">
 <script src="{{ prefix }}live.js" defer></script>
 </head>
-<body data-poll="{{ poll }}" data-state="{{ prefix }}state">
+<body data-poll="{{ poll }}" data-state="{{ prefix }}state" data-csv="{{ prefix }}session.csv">
 <header>
   <h1>The lab, live</h1>
   <p id="status" aria-live="polite">waiting for the room's state…</p>
@@ -49,6 +49,7 @@ PAGE = Template("""<!DOCTYPE html>
     <p id="roster-note" hidden></p>
     <div class="scroll"><table id="grid"><thead></thead><tbody></tbody></table></div>
   </section>
+  <p id="sessions"></p>
 </main>
 </body>
 </html>
@@ -76,6 +77,7 @@ main { padding: 0 1em 1em; }
 #stuck .name { font-weight: bold; font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
 #stuck .count { color: var(--fail); font-weight: bold; }
 #stuck ul { margin: 0.1em 0 0; padding-left: 1.2em; font-size: 0.9em; }
+#sessions { font-size: 0.75em; }
 .legend { font-size: 0.8em; margin: 0 0 0.4em; }
 .legend span { display: inline-block; min-width: 1.6em; text-align: center; margin-left: 0.8em;
                border: 1px solid var(--line); }
@@ -97,8 +99,9 @@ SCRIPT = """
 (function () {
   const poll = Number(document.body.dataset.poll) || 2000;
   const status = document.getElementById("status");
+  const xsrf = document.querySelector("input[name=_xsrf]").value;
   const SIGNS = {passed: "\\u2713", failing: "\\u2717", stub: "\\u2026"};
-  let version = -1, lastOk = Date.now();
+  let version = "", lastOk = Date.now();
 
   function el(tag, text, cls) {
     const node = document.createElement(tag);
@@ -155,7 +158,24 @@ SCRIPT = """
     note.hidden = !state.roster_note;
     note.textContent = state.roster_note || "";
   }
+  function drawSessions(sessions, current) {
+    const line = document.getElementById("sessions");
+    line.replaceChildren();
+    const earlier = sessions.filter(s => s.id !== current);
+    if (earlier.length) line.append("Earlier sessions: ");
+    earlier.forEach((s, i) => {
+      const link = el("a", "session " + s.id + " (" + new Date(s.started * 1000).toLocaleString() +
+                      ", " + s.events + " checks)");
+      link.href = document.body.dataset.csv + "?session=" + Number(s.id);
+      line.append(i ? ", " : "", link);
+    });
+  }
   function drawStatus(state) {
+    if (state.session === null) {
+      status.textContent = "no session yet: the first check of the lab starts one";
+      status.className = "";
+      return;
+    }
     const parts = ["session " + state.session + " since " + clock(state.started),
                    state.learners + " learners, " + state.checked + " of them checked something"];
     if (state.last) parts.push("latest check " + clock(state.last));
@@ -164,8 +184,9 @@ SCRIPT = """
   }
   async function refresh() {
     try {
-      const reply = await fetch(document.body.dataset.state + "?v=" + version, {credentials: "same-origin",
-                                                       redirect: "manual", cache: "no-store"});
+      const reply = await fetch(document.body.dataset.state + "?v=" + encodeURIComponent(version), {
+        credentials: "same-origin", redirect: "manual", cache: "no-store",
+        headers: {"X-XSRFToken": xsrf}});   // the hub asks it of a script's requests
       if (reply.type === "opaqueredirect" || reply.status === 403) {
         status.textContent = "signed out of the hub: reload the page to sign in again";
         status.className = "stale";
@@ -177,6 +198,7 @@ SCRIPT = """
           drawStuck(state.stuck);
           drawGrid(state);
           drawStatus(state);
+          drawSessions(state.sessions, state.session);
         }
       } else {
         throw new Error("the service answered " + reply.status);

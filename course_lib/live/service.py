@@ -22,6 +22,8 @@ import hashlib
 import json
 import logging
 import os
+import secrets
+import signal
 import sys
 import time
 from datetime import datetime, timezone
@@ -55,6 +57,7 @@ class Live:
         self.unknown_tokens = Bucket(300, 10)   # hub look-ups of tokens not seen lately
         self.owners = {}                        # sha256 of a token -> (user model or None, until)
         self.room = None
+        self.epoch = secrets.token_hex(4)   # a page's state from before a restart is never "the same"
         self.load()
 
     def load(self):
@@ -68,6 +71,10 @@ class Live:
         self.room.roster = roster
         for row in self.store.events(current[0]):
             self.room.add(row)
+
+    def version(self):
+        """What the page quotes to ask whether anything changed: this process, session and change."""
+        return f"{self.epoch}.{self.room.session}.{self.room.version}"
 
     def new_session(self):
         self.store.start()
@@ -210,11 +217,12 @@ def handlers(live, prefix):
     class State(Instructor):
         @web.authenticated
         def get(self):
-            room = self.live.room
-            if self.get_argument("v", "") == str(room.version):
-                self.write({"version": room.version, "same": True})
+            version = self.live.version()
+            if self.get_argument("v", "") == version:
+                self.write({"version": version, "same": True})
                 return
-            view = room.view()
+            view = self.live.room.view()
+            view["version"] = version
             view["sessions"] = [{"id": s[0], "started": s[1], "events": s[4]}
                                 for s in self.live.store.sessions()[:10]]
             self.write(view)
@@ -303,7 +311,13 @@ def main(argv=None):
     log.info("the live view serves %s at %s, keeping %s (session %s)", prefix,
              os.environ["JUPYTERHUB_SERVICE_URL"], args.db, live.room.session)
     loop = IOLoop.current()
+    for stop in (signal.SIGINT, signal.SIGTERM):   # how the hub stops its services
+        loop.asyncio_loop.add_signal_handler(stop, loop.stop)
     loop.add_callback(live.refresh_roster)
     PeriodicCallback(live.refresh_roster, ROSTER_EVERY * 1000).start()
     PeriodicCallback(live.forget, HOURS * 1000).start()
-    loop.start()
+    try:
+        loop.start()
+    finally:
+        store.close()
+        log.info("the live view stopped; its sessions are kept in %s", args.db)
