@@ -27,7 +27,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -38,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from browser_tools import browser_test, chromium, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTEFACTS = ROOT / "tests" / "artefacts" / "live"
@@ -56,35 +56,19 @@ def _chp():
 
 
 def _missing():
-    """What the hub test needs and this machine lacks, or None."""
+    """What the hub test needs besides Chromium and this machine lacks, or None."""
     try:
         import jupyterhub  # noqa: F401
     except ImportError:
         return "jupyterhub is not installed (pip install jupyterhub)"
     if _chp() is None:
         return "configurable-http-proxy is not installed (npm install -g configurable-http-proxy)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "Playwright is not installed (pip install playwright)"
-    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
-        return "Chromium is not installed (apt-get install chromium)"
     return None
 
 
-if os.environ.get("COURSE_BROWSER_TEST") != "1":
-    pytest.skip(f"live view on a hub: {_missing() or 'JupyterHub, the proxy and Chromium found'}; "
-                f"`make test-browser` runs it", allow_module_level=True)
-if _missing():
-    pytest.fail(f"make test-browser: {_missing()}", pytrace=False)
+browser_test("live view on a hub", _missing)
 
 from playwright.sync_api import sync_playwright  # noqa: E402
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def docs_config():
@@ -137,7 +121,7 @@ class Hub:
 
     def __init__(self, folder):
         self.folder = Path(folder)
-        self.port, self.hub_port, self.api_port, self.live_port = (_free_port() for _ in range(4))
+        self.port, self.hub_port, self.api_port, self.live_port = (free_port() for _ in range(4))
         self.url = f"http://127.0.0.1:{self.port}"
         self.token = uuid.uuid4().hex            # the test's own service, which drives the hub
         self.db = self.folder / "course-live.sqlite"
@@ -349,9 +333,8 @@ def test_learners_checks_run_in_their_kernels_and_reach_the_view(hub, learners):
 def test_the_instructor_sees_each_state_in_chromium_and_a_learner_gets_403(hub, learners, tmp_path):
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
     view = f"{hub.url}/services/{SERVICE}/"
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True,
+        browser = p.chromium.launch(executable_path=chromium(), headless=True,
                                     args=["--no-sandbox", "--disable-dev-shm-usage"])
         try:
             teacher = _signed_in(browser, hub, "teacher")

@@ -31,8 +31,6 @@ import queue
 import re
 import sys
 import threading
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 # ---------------------------------------------------------------- the event
@@ -185,23 +183,29 @@ def last():
     return _last
 
 
-class _Refuse(urllib.request.HTTPRedirectHandler):
-    """Follow no redirect: the token goes to the address the hub set, nowhere else."""
+@functools.cache
+def _opener():
+    """urllib's opener, direct (no proxy) and following no redirect, so that the token goes to
+    the address the hub set and nowhere else. Made on first use: a kernel without a hub never
+    imports urllib.request (about 30 ms)."""
+    import urllib.request
 
-    def redirect_request(self, *args, **kwargs):
-        return None
+    class Refuse(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
 
-
-_OPEN = urllib.request.build_opener(urllib.request.ProxyHandler({}), _Refuse()).open
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), Refuse())
 
 
 def post(url, token, data, timeout=TIMEOUT):
     """POST one event; a sentence saying what happened (never raises)."""
+    import urllib.error
+    import urllib.request
     what = f"{data['lesson']} {data['exercise']} {'passed' if data['passed'] else 'failed'}"
     request = urllib.request.Request(url, data=json.dumps(data).encode(), method="POST", headers={
         "Authorization": f"token {token}", "Content-Type": "application/json"})
     try:
-        with _OPEN(request, timeout=timeout) as reply:
+        with _opener().open(request, timeout=timeout) as reply:
             return f"sent: {what} (the live view answered {reply.status})"
     except urllib.error.HTTPError as e:
         try:
@@ -210,7 +214,8 @@ def post(url, token, data, timeout=TIMEOUT):
             why = ""
         return f"not sent: the live view refused {what} ({e.code}{': ' + clean(why) if why else ''})"
     except urllib.error.URLError as e:   # no service there, a name that does not resolve
-        return f"not sent: {what}: the live view cannot be reached ({clean(getattr(e.reason, 'strerror', None) or e.reason)})"
+        why = getattr(e.reason, "strerror", None) or e.reason
+        return f"not sent: {what}: the live view cannot be reached ({clean(why)})"
     except Exception as e:   # no answer in time, a broken connection
         return f"not sent: {what}: {type(e).__name__}: {clean(e)}"
 

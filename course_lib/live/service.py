@@ -62,14 +62,11 @@ class Live:
 
     def load(self):
         """The room of the open session, rebuilt from its events (an empty one when there is none)."""
-        current = self.store.current()
-        if current is None:
-            self.room = Room(None, None, self.exercises)
-            return
+        current = self.store.current() or (None, None)
         roster = self.room.roster if self.room else set()
         self.room = Room(current[0], current[1], self.exercises)
         self.room.roster = roster
-        for row in self.store.events(current[0]):
+        for row in self.store.events(current[0]) if current[0] is not None else ():
             self.room.add(row)
 
     def version(self):
@@ -124,9 +121,10 @@ class Live:
                 offset = following["offset"]
         except Exception as e:   # the grid still shows everyone who checked something
             self.room.set_roster(self.room.roster,
-                                 note=f"Learners who have not checked anything yet are not shown: "
-                                      f"{e} (the service's role needs list:users, read:users:name, "
-                                      f"read:users:groups and read:servers; docs/hub-live.md).")
+                                 note=f"The hub did not say who has a server running ({e}), so "
+                                      f"learners who have not checked anything may be missing "
+                                      f"here. The service's role needs list:users, read:users:name, "
+                                      f"read:users:groups and read:servers (docs/hub-live.md).")
             return
         self.room.set_roster(names)
 
