@@ -388,6 +388,8 @@ def test_the_store_keeps_sessions_across_a_restart_and_forgets_old_ones(tmp_path
     assert store.add("bob", _row("bob", passed=False, reason="r"), at=2000.0)[0] == first
     second, _ = store.add("ada", _row("ada"), at=2000.0 + 3601)     # a new lab after a quiet gap
     assert second != first
+    assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in tmp_path.iterdir()} == {
+        "live.sqlite": 0o600, "live.sqlite-wal": 0o600, "live.sqlite-shm": 0o600}
     store.close()
     again = Store(path, gap=3600, keep=86400)                      # the service restarted
     assert again.secret("cookie") == secret
@@ -514,6 +516,11 @@ def test_the_endpoint_counts_an_event_as_the_tokens_owner_and_refuses_the_rest(s
     assert [c[0]["state"] for c in (r["cells"] for r in service["live"].room.view()["rows"])] == [
         "passed", "passed"]
     assert service["live"].auth.asked == 4     # each token asked of the hub once (eve's and svc's too)
+    import urllib.error
+    import urllib.request
+    with pytest.raises(urllib.error.HTTPError) as read:     # no one reads events back from here
+        urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": "token ada"}))
+    assert read.value.code == 405
 
 
 def test_a_restarted_service_shows_the_same_session_and_a_new_one_starts_empty(tmp_path):
