@@ -92,6 +92,7 @@ def test_the_wheel_carries_the_data_course_lib_reads(wheel):
     expected = {f"course_lib/_data/{p.relative_to(ROOT / 'data').as_posix()}"
                 for pattern in paths.BUNDLED_FILES for p in (ROOT / "data").glob(pattern)}
     assert "course_lib/_data/configs/gpt2.json" in expected
+    expected.add("course_lib/lesson_peaks.json")      # what a lesson on a hub reads (course_lib.hub)
     assert expected <= in_wheel, f"the wheel leaves out {sorted(expected - in_wheel)}"
     assert not any(n.startswith("data/") for n in in_wheel), "data/ belongs inside course_lib/"
 
