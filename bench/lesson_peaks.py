@@ -177,12 +177,14 @@ def mib(n):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("lessons", nargs="*", help="lesson numbers, e.g. 00 11 (default: every lesson)")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"the figures' file (default: {OUT.relative_to(ROOT)})")
     args = parser.parse_args(argv)
+    out = args.out
     lessons = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if args.lessons:
         lessons = [p for p in lessons if p.name[:2] in args.lessons]
     os.environ.setdefault("MPLBACKEND", "agg")
-    found = json.loads(OUT.read_text()) if OUT.is_file() else {"lessons": {}}
+    found = json.loads(out.read_text()) if out.is_file() else {"lessons": {}}
     found["command"] = COMMAND
     found["machine"] = machine()
     found["date"] = datetime.date.today().isoformat()
@@ -204,8 +206,8 @@ def main(argv=None):
     for figures in found["lessons"].values():    # lessons measured before: this server's figure
         figures["peak_bytes"] = figures["kernel_peak_bytes"] + server
     found["lessons"] = dict(sorted(found["lessons"].items()))
-    OUT.write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    out.write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """The course on a JupyterHub: nbgitpuller links to the lessons, and the hub's limits.
 
+Sizing: `python -m course_lib.hub sizing` prints the lessons' measured peak memory and CPU time
+and the memory and CPU each learner's server needs (docs/hub.md holds its output).
+
 Links: one per lesson, each opening the learner's working copy (exercises/NN_*.ipynb) in
 JupyterLab after nbgitpuller has pulled the course into the learner's home:
 
@@ -134,6 +137,64 @@ def warn_when_short_of_memory():
         print(words, file=sys.stderr)
 
 
+# ------------------------------------------------------------------ sizing a hub
+
+STEP = 2**28                # memory settings are rounded up to a quarter GiB
+MARGIN = 1.25               # the limit's margin above the heaviest lesson's measured peak
+CPU_LIMIT = 1               # one core: the lessons run one torch thread (course_lib.device)
+CPU_GUARANTEE = 0.5         # half a core each when the whole class runs at once
+LABS = (30, 60, 120)
+
+
+def _quarters(n):
+    return math.ceil(n / STEP) * STEP
+
+
+def size(n):
+    """A memory setting as a hub takes it: 1.25G."""
+    return f"{n / 2**30:g}G"
+
+
+def sizing(measured=None):
+    """Per learner, from the lessons' measured figures: the heaviest lesson, and the memory and
+    CPU to allow (limit) and to reserve (guarantee)."""
+    lessons = (measured or peaks())["lessons"]
+    heaviest = max(lessons, key=lambda name: lessons[name]["peak_bytes"])
+    longest = max(lessons, key=lambda name: lessons[name]["cpu_seconds"])
+    peak = lessons[heaviest]["peak_bytes"]
+    return {"heaviest": heaviest, "peak": peak, "mem_guarantee": _quarters(peak),
+            "mem_limit": _quarters(peak * MARGIN), "cpu_limit": CPU_LIMIT, "cpu_guarantee": CPU_GUARANTEE,
+            "longest": longest, "cpu_seconds": lessons[longest]["cpu_seconds"]}
+
+
+def sizing_report(measured=None):
+    """The lessons' measured figures and what follows for a hub, as Markdown (docs/hub.md holds it)."""
+    measured = measured or peaks()
+    machine, lessons = measured["machine"], measured["lessons"]
+    mib = lambda n: f"{n / 2**20:,.0f}"  # noqa: E731
+    loads = [figures["load"] for figures in lessons.values()]
+    rows = [f"Measured by `{measured['command']}` on {measured['date']}: {machine['cpu']}, "
+            f"{machine['cores']} cores, Python {machine['python']}, torch {machine['torch']}, with other "
+            f"work running (load average {min(loads):g} to {max(loads):g}). An idle JupyterLab server "
+            f"took {mib(measured['server_bytes'])} MiB.", "",
+            "| lesson | kernel's peak (MiB) | with the server (MiB) | CPU (s) | wall (s) | processes under the kernel |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for name, f in lessons.items():
+        rows.append(f"| `{name}` | {mib(f['kernel_peak_bytes'])} | {mib(f['peak_bytes'])} | "
+                    f"{f['cpu_seconds']:g} | {f['wall_seconds']:g} | {f['children']} |")
+    s = sizing(measured)
+    rows += ["", f"Per learner: memory limit {size(s['mem_limit'])} (the heaviest lesson, "
+             f"`{s['heaviest']}`, peaked at {mib(s['peak'])} MiB; {MARGIN:g} times that, rounded up to a "
+             f"quarter GiB), memory guarantee {size(s['mem_guarantee'])} (that peak, rounded up); CPU "
+             f"limit {s['cpu_limit']:g} core, CPU guarantee {s['cpu_guarantee']:g} (the longest lesson, "
+             f"`{s['longest']}`, takes {s['cpu_seconds']:g} CPU seconds: about "
+             f"{s['cpu_seconds'] / s['cpu_guarantee']:.0f} s of computing when the whole class runs it at once).",
+             "", "| learners | memory guaranteed in all | cores guaranteed in all |", "|---:|---:|---:|"]
+    for n in LABS:
+        rows.append(f"| {n} | {n * s['mem_guarantee'] / 2**30:g} GiB | {n * s['cpu_guarantee']:g} |")
+    return "\n".join(rows) + "\n"
+
+
 # ------------------------------------------------------------------ command line
 
 def main(argv=None):
@@ -145,7 +206,11 @@ def main(argv=None):
     made.add_argument("--branch", default="main", help="the branch to pull (default: main)")
     made.add_argument("--folder", help="the folder in each learner's home (default: the repository's name)")
     made.add_argument("--course", default=".", help="the course's folder, for its list of lessons (default: .)")
+    commands.add_parser("sizing", help="print the lessons' measured peaks and the hub settings that follow")
     args = parser.parse_args(argv)
+    if args.command == "sizing":
+        print(sizing_report(), end="")
+        return
     try:
         found = links(args.hub, args.repo, args.branch, args.folder, args.course)
     except (ValueError, FileNotFoundError) as err:
