@@ -101,6 +101,13 @@ class Hub:
         headers = {"Authorization": f"token {token or self.token}", **kwargs.pop("headers", {})}
         return requests.request(method, self.api_url + path, headers=headers, timeout=60, **kwargs)
 
+    def token_for(self, learner, scopes=None, note="test"):
+        """A new API token of the learner's own (with the learner's scopes, or those given)."""
+        body = {"note": note, **({"scopes": scopes} if scopes is not None else {})}
+        made = self.api("POST", f"/users/{learner.name}/tokens", json=body)
+        assert made.status_code == 201, f"no token for {learner.name}: {made.status_code} {made.text}"
+        return made.json()["token"]
+
     def login(self, learner):
         """A requests.Session logged in through the hub's login form, as a browser is."""
         import requests

@@ -15,6 +15,7 @@ import time
 
 import nbformat
 import pytest
+import requests
 
 from answers import REFERENCE, WRONG
 from course_lib import hub as course_hub
@@ -162,6 +163,11 @@ def test_a_learner_cannot_open_another_learners_server(classroom, hub):
     started = ada.session.post(f"{hub.url}/user/{bob}/api/kernels", timeout=60,
                                headers={"X-XSRFToken": ada.xsrf()})
     assert started.status_code in (401, 403), started.status_code
+    # A token of ada's own opens her server's API, and not bob's.
+    token = {"Authorization": f"token {hub.token_for(hub.learner('ada'))}"}
+    ada_name = hub.learner("ada").name
+    assert requests.get(f"{hub.url}/user/{ada_name}/api/contents/{FOLDER}", headers=token, timeout=60).status_code == 200
+    assert requests.get(f"{hub.url}/user/{bob}/api/contents/{FOLDER}", headers=token, timeout=60).status_code == 403
 
 
 def test_the_idle_culler_stops_the_idle_server_only(classroom, hub):
