@@ -114,9 +114,11 @@ def gib(n):
 def memory_warning(lesson=None, limit=None, measured=None):
     """The words a lesson's first cell prints when its measured peak memory is more than the
     hub's limit; None when it is not (or either is unknown)."""
-    lesson = lesson or lesson_of_session()
     limit = limit if limit is not None else mem_limit()
-    if lesson is None or limit is None:
+    if limit is None:           # off a hub: not even the figures' file is read
+        return None
+    lesson = lesson or lesson_of_session()
+    if lesson is None:
         return None
     measured = measured or peaks()
     peak = measured.get("lessons", {}).get(lesson, {}).get("peak_bytes")

@@ -338,6 +338,8 @@ c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = cfg["timeout"]
 c.Spawner.http_timeout = cfg["timeout"]
 c.Spawner.environment = {{"JUPYTERHUB_ACTIVITY_INTERVAL": "2", **cfg["env"]}}
+
+
 def _limits(spawner):
     for key, value in cfg["limits"].get(spawner.user.name.rsplit("-", 1)[0], {{}}).items():
         setattr(spawner, key, value)
@@ -407,32 +409,58 @@ def start_hub(config, folder, python, env, repo, learners):
     raise AssertionError(f"jupyterhub did not answer in {READY_TIMEOUT} s:\n{hub.log()[-6000:]}")
 
 
+def _descendants(pid):
+    """{pid: start time} of every process under `pid` (the proxy and the managed services run in
+    sessions of their own, out of reach of the hub's process group)."""
+    parents, started = {}, {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                text = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2:].split()
+            parents[int(entry.name)], started[int(entry.name)] = int(fields[1]), fields[19]
+    found, frontier = {}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in found:
+                found[child] = started[child]
+                frontier.append(child)
+    return found
+
+
+def _kill_if_same(pid, started):
+    """SIGKILL `pid` if it is still the process that started at `started` (not a reused id)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+        if text[text.rindex(")") + 2:].split()[19] == started:
+            os.kill(pid, signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+
+
 def stop_hub(hub):
-    """Stop every learner's server, the hub (which stops its proxy and managed services), then
-    whatever the test's users still run."""
+    """Stop every learner's server, then the hub (which stops its proxy and managed services),
+    then whatever of the hub's processes outlived it; the test's users' processes are stopped
+    with the users (remove_user)."""
+    under = _descendants(hub.process.pid)
     if hub.process.poll() is None:
         for learner in hub.learners:
             try:
                 hub.api("DELETE", f"/users/{learner.name}/server")
-            except Exception:  # the hub is going anyway; the users' processes are stopped below
+            except Exception:  # the hub is going anyway; the users' processes are stopped later
                 pass
+        under.update(_descendants(hub.process.pid))
         hub.process.send_signal(signal.SIGTERM)
         try:
-            hub.process.wait(timeout=30)
+            hub.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            os.killpg(hub.process.pid, signal.SIGKILL)
+            hub.process.kill()
             hub.process.wait()
-    # The hub's process group: the proxy and the managed services, should one outlive it.
-    try:
-        os.killpg(hub.process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-@pytest.fixture(scope="module")
-def hub_config():
-    """The hub's configuration; a test module overrides this fixture to add services and roles."""
-    return HubConfig()
+    for pid, started in under.items():
+        _kill_if_same(pid, started)
 
 
 @contextlib.contextmanager
