@@ -59,7 +59,8 @@ CHP_HELP = "bash .ci/hub-setup (npm install configurable-http-proxy into .venv/n
 class HubConfig:
     """What a test module's hub has beyond the default: its learners, the idle culler's limits,
     extra managed services and roles (JupyterHub's `services` and `load_roles` entries), and
-    lines of jupyterhub_config.py appended last. `limits` sets a learner's Spawner mem_limit /
+    lines of jupyterhub_config.py appended last (e.g. `c.Spawner.environment["X"] = "1"` for
+    every learner's server and kernels). `limits` sets a learner's Spawner mem_limit /
     cpu_limit (what a hub's spawner passes as MEM_LIMIT / CPU_LIMIT), e.g. {"cy": {"mem_limit": "64M"}};
     the learners' hub and Unix names get a tag of the run's own (ada-1a2b), so that two runs at
     once never share a user.
