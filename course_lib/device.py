@@ -7,14 +7,19 @@ from dataclasses import dataclass
 
 import torch
 
+from course_lib import hub
+
 
 def cpu_threads():
-    """How many threads torch should use on the CPU: COURSE_THREADS, else OMP_NUM_THREADS, else 1.
+    """How many threads torch should use on the CPU: COURSE_THREADS, else OMP_NUM_THREADS, else
+    the whole cores of a JupyterHub's CPU_LIMIT (at least 1), else 1.
 
     Why one by default: the course's models are small, so a second thread gains little even on a
     quiet machine, and when other programs keep the cores busy, threads that wait for each other
     stall. Lesson 03's training took 2.7 s on one thread and 46 s on torch's default two on a
     2-core machine with other work running (measured 2026-11-30, torch 2.13).
+    On a JupyterHub, a server limited to CPU_LIMIT cores gets that many threads (a limit of 0.5
+    gets one), so that no lesson runs more threads than its share of the machine (docs/hub.md).
     """
     for name in ("COURSE_THREADS", "OMP_NUM_THREADS"):
         value = os.environ.get(name, "").strip()
@@ -23,7 +28,8 @@ def cpu_threads():
                 raise ValueError(f"{name}={value!r} should be a whole number of threads, 1 or more; "
                                  f"e.g. {name}=2, or unset it to use one thread")
             return int(value)
-    return 1
+    cores = hub.cpu_limit()
+    return max(1, math.floor(cores)) if cores is not None else 1
 
 
 def use_cpu_threads():
@@ -140,3 +146,8 @@ def pick_device(verbose=True):
     if verbose:
         print(f"Using device {device.type} ({reason})")
     return device
+
+
+# Every lesson imports this module in its first cell: there, on a hub whose memory limit is below
+# the lesson's measured peak, the lesson says so (course_lib.hub.memory_warning).
+hub.warn_when_short_of_memory()
