@@ -172,6 +172,8 @@ def main(argv=None):
     p.add_argument("--fast-grad-clip", type=float)
     p.add_argument("--fast-optimizer", choices=("adamw", "muon"))
     p.add_argument("--fast-muon-lr", type=float)
+    p.add_argument("--fast-muon-bf16", choices=("true", "false"),
+                   help="Muon's Newton-Schulz iterations in bfloat16 (or float32)")
     p.add_argument("--fast-norm", choices=("layernorm", "rmsnorm"))
     p.add_argument("--fast-mlp", choices=("gelu", "swiglu"))
     p.add_argument("--only-fast", action="store_true",
@@ -210,6 +212,8 @@ def main(argv=None):
                                     ("grad_clip", args.fast_grad_clip),
                                     ("optimizer", args.fast_optimizer),
                                     ("muon_lr", args.fast_muon_lr)) if v is not None})
+    if args.fast_muon_bf16 is not None:
+        tuned["muon_bf16"] = args.fast_muon_bf16 == "true"
     fast = replace(fast, **tuned)
     if args.fast_positions:
         model_config = replace(model_config, positions=args.fast_positions)
