@@ -95,7 +95,7 @@ AUTOCAST = ("auto", "bf16", "off")
 ADAMW = ("default", "foreach", "fused")
 OPTIMIZERS = ("adamw", "muon")
 _SPEED_OPTIONS = ("autocast", "adamw", "tf32", "sync_every", "compile")
-_SHOWN_WHEN_SET = ("beta2", "optimizer", "muon_lr", *_SPEED_OPTIONS)  # in repr only when set
+_SHOWN_WHEN_SET = ("beta2", "optimizer", "muon_lr", "muon_bf16", *_SPEED_OPTIONS)  # in repr only when set
 
 
 @dataclass(frozen=True, repr=False)
@@ -117,6 +117,7 @@ class TrainConfig:
     # same schedule; AdamW at lr for the embeddings, the head, norms and biases.
     optimizer: str = "adamw"
     muon_lr: float = 0.02
+    muon_bf16: bool = False   # Muon's Newton-Schulz iterations in bfloat16 (see cpu_preset)
     eval_every: int = 50      # validation loss on fixed batches every eval_every steps and at the end
     eval_batches: int = 8
     seed: int = 0
@@ -162,7 +163,7 @@ class TrainConfig:
                              f"is typical")
         if self.grad_clip < 0:
             raise ValueError(f"TrainConfig.grad_clip must be >= 0 (0 = no clipping), got {self.grad_clip}")
-        for name in ("tf32", "compile"):
+        for name in ("tf32", "compile", "muon_bf16"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"TrainConfig.{name} must be True or False, "
                                  f"got {getattr(self, name)!r}")
@@ -226,9 +227,15 @@ _QUALITY_MODEL = ModelConfig(vocab_size=256, max_len=64, d_model=128, n_heads=4,
 _QUALITY_RUN = TrainConfig(steps=300, batch_size=24, block_size=64, lr=4e-3, warmup_steps=30,
                            eval_every=300, eval_batches=8, optimizer="muon", muon_lr=0.03,
                            adamw="fused", autocast="off")
+# The bf16 branch also runs Muon's Newton-Schulz iterations in bfloat16 (18.6 against 27.6 ms
+# of CPU a step on an EPYC with AVX512-BF16: bench/train_step.py --newton-schulz) and stops at
+# 270 steps: on the tuning split 270 such steps reached 1.435 and 1.433 (seeds 0 and 1, the
+# recipe's loss + 0.02 being 1.448 and 1.460) in 0.77 of the CPU time of 300 steps with
+# float32 iterations (1.412; docs/benchmarks.md).
 CPU_PRESETS = {
     "float32": (_QUALITY_MODEL, _QUALITY_RUN),
-    "bf16": (_QUALITY_MODEL, replace(_QUALITY_RUN, autocast="bf16")),
+    "bf16": (_QUALITY_MODEL, replace(_QUALITY_RUN, autocast="bf16", muon_bf16=True, steps=270,
+                                     warmup_steps=27, eval_every=270)),
 }
 
 
@@ -325,7 +332,8 @@ def configure_optimizer(model, cfg: TrainConfig):
                                  betas=(0.9, cfg.beta2), **kernels)
     matrices = hidden_matrices(_unwrap(model))
     ratio = cfg.muon_lr / cfg.lr
-    muon = Muon([{"params": matrices, "lr_ratio": ratio}], lr=lr_at(0, cfg) * ratio)
+    muon = Muon([{"params": matrices, "lr_ratio": ratio}], lr=lr_at(0, cfg) * ratio,
+                ns_dtype=torch.bfloat16 if cfg.muon_bf16 else None)
     in_muon = {id(p) for p in matrices}
     groups = [dict(g, params=[p for p in g["params"] if id(p) not in in_muon], lr_ratio=1.0)
               for g in decay_groups(model, cfg.weight_decay)]

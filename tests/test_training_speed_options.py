@@ -220,3 +220,28 @@ def test_set_changes_either_config_by_the_fields_type():
             command.apply_settings(model_cfg, cfg, [bad])
     with pytest.raises(ValueError, match="autocast must be one of"):
         command.apply_settings(model_cfg, cfg, ["autocast=fp8"])
+
+
+def test_muons_iterations_in_bfloat16_update_about_as_float32_does():
+    from course_lib.muon import Muon
+    torch.manual_seed(0)
+    grads = [torch.randn(48, 16), torch.randn(16, 64)]
+    moved = []
+    for ns_dtype in (None, torch.bfloat16):
+        weights = [torch.nn.Parameter(torch.zeros_like(g)) for g in grads]
+        for w, g in zip(weights, grads):
+            w.grad = g.clone()
+        Muon(weights, lr=0.1, ns_dtype=ns_dtype).step()
+        moved.append([w.detach().clone() for w in weights])
+    for a, b in zip(*moved):
+        assert b.dtype == torch.float32 and not torch.equal(a, b)  # rounded in bfloat16
+        assert ((a - b).norm() / a.norm()).item() < 0.05  # bfloat16 keeps about 3 digits
+    with pytest.raises(ValueError, match="ns_dtype must be None"):
+        Muon([torch.nn.Parameter(torch.zeros(4, 4))], ns_dtype=torch.float16)
+
+
+def test_the_cpu_presets_bf16_branch_runs_muons_iterations_in_bfloat16_and_learns():
+    from course_lib.training import CPU_PRESETS
+    assert CPU_PRESETS["bf16"][1].muon_bf16 and not CPU_PRESETS["float32"][1].muon_bf16
+    _, history = _run(steps=30, optimizer="muon", muon_lr=0.03, muon_bf16=True)
+    assert history.val_losses[-1] < history.val_losses[0] - 1.0
