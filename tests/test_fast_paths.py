@@ -426,3 +426,24 @@ def test_the_decode_benchs_compiled_steps_give_the_eager_steps_tokens(monkeypatc
     assert set(said["ms_per_step"]) == {"eager", "static", "dynamic"}
     assert said["same_greedy_tokens"] == {"static": True, "dynamic": True}
     assert max(said["largest_logit_difference_to_eager"].values()) < 1e-5
+
+
+@pytest.mark.parametrize("settings", ["float32", "bf16"])
+def test_the_profile_bench_splits_both_steps_by_operator_class(settings, capsys):
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import profile_steps
+    assert profile_steps.kind("aten::addmm") == profile_steps.kind("aten::mm") == "matmul"
+    assert profile_steps.kind("aten::_scaled_dot_product_flash_attention_for_cpu") == "attention"
+    assert profile_steps.kind("aten::native_layer_norm") == "other"
+    assert profile_steps.main(["--steps", "1", "--decode-steps", "3", "--warmup", "1",
+                               "--cpu-settings", settings]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["preset_branch"]["settings"] == settings
+    for step in ("training_step", "decode_step"):
+        figures = said[step]
+        assert sum(figures["ms_by_class"].values()) == pytest.approx(figures["ms_per_step"],
+                                                                     abs=0.01)
+        assert 0 < figures["share_outside_matrix_products"] < 1
+        assert figures["top_operators"][0]["ms_per_step"] > 0
+    assert set(said["training_step"]["ms_by_phase"]) == {"forward", "backward", "clip", "update"}

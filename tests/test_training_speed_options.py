@@ -245,3 +245,30 @@ def test_the_cpu_presets_bf16_branch_runs_muons_iterations_in_bfloat16_and_learn
     assert CPU_PRESETS["bf16"][1].muon_bf16 and not CPU_PRESETS["float32"][1].muon_bf16
     _, history = _run(steps=30, optimizer="muon", muon_lr=0.03, muon_bf16=True)
     assert history.val_losses[-1] < history.val_losses[0] - 1.0
+
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (bench/gpu_check.py)")
+
+
+@CUDA
+def test_the_gpu_presets_settings_train_on_a_gpu_as_on_the_cpu():
+    """The preset's speed settings on a real GPU: the losses read back every 5 steps, TF32, the
+    fused update, pinned batches; float32 arithmetic on TF32 units stays close to the CPU's."""
+    _, on_cpu = _run(steps=12, sync_every=5)
+    _, on_gpu = _run(model=tiny_model().cuda(), steps=12, sync_every=5, tf32=True,
+                     adamw="fused", autocast="off")
+    assert on_gpu.device.startswith("cuda") and on_gpu.steps == on_cpu.steps
+    assert on_gpu.losses[0] == pytest.approx(on_cpu.losses[0], abs=1e-2)
+    assert on_gpu.val_losses[-1] == pytest.approx(on_cpu.val_losses[-1], abs=0.1)
+    assert torch.get_float32_matmul_precision() == "highest"  # restored after the run
+
+
+@CUDA
+def test_generation_on_a_gpu_gives_the_same_tokens_fast_and_readable():
+    from course_lib.generation import generate
+    model = tiny_model(max_len=24, positions="rope").cuda()
+    prompt = random_ids(2, 5).cuda()
+    for temperature in (0, 0.8):
+        a, b = (generate(model, prompt, 30, temperature=temperature, fast=fast,
+                         generator=torch.Generator().manual_seed(0)) for fast in (False, True))
+        assert torch.equal(a, b)
