@@ -117,7 +117,7 @@ def test_the_preset_runs_from_its_command_and_its_evaluations_are_read(tmp_path)
     text = tmp_path / "input.txt"
     text.write_text("ROMEO:\nBut, soft! what light through yonder window breaks?\n" * 60)
     tiny = ["steps=2", "batch_size=2", "block_size=32", "eval_every=1", "eval_batches=1",
-            "warmup_steps=1"]
+            "warmup_steps=1", "d_model=48", "n_layers=2"]  # the preset's settings, a small model
     run = gpu_check.run_course(text, tmp_path, target=99.0, settings=tiny)
     assert run["return_code"] == 0, run["last_lines"]
     assert [e[1] for e in run["evaluations"]] == [0, 1, 2]
