@@ -1,8 +1,10 @@
 """Pick the device the notebooks run on, check that it computes what the CPU computes, and
 how many CPU threads torch uses."""
 import functools
+import importlib.util
 import math
 import os
+import shutil
 from dataclasses import dataclass
 
 import torch
@@ -58,6 +60,27 @@ def cpu_has_bf16():
         return forced == "1"
     probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)  # torch's own CPU probe
     return bool(probe()) if probe is not None else False
+
+
+def cannot_compile(device):
+    """Why torch.compile cannot build kernels for `device` here, or None when it can.
+
+    On a CPU its compiler (inductor) writes C++ and needs a C++ compiler (CXX, or g++,
+    c++ or clang++ on the PATH); on a CUDA GPU it writes Triton kernels and needs the
+    triton package, which torch's CUDA builds bring. Other devices are not compiled for.
+    """
+    device = torch.device(device)
+    if device.type == "cpu":
+        names = [os.environ.get("CXX", "").strip()] + ["g++", "c++", "clang++"]
+        if not any(name and shutil.which(name) for name in names):
+            return ("torch.compile needs a C++ compiler on a CPU and none was found "
+                    "(set CXX, or install g++ or clang++)")
+        return None
+    if device.type == "cuda":
+        if importlib.util.find_spec("triton") is None:
+            return "torch.compile needs the triton package on a CUDA GPU, and it is not installed"
+        return None
+    return f"the course does not compile for {device.type}"
 
 
 # How far a GPU's float32 logits may sit from the CPU's for the check's small TinyLM. Summing in
