@@ -7,7 +7,7 @@ from course_lib.checks import hints as help_
 from course_lib.checks import hint, solution
 from course_lib.exercises import BEGIN, END, exercises
 
-from answers import gives_away
+from answers import _squeeze, gives_away, module_texts, reference_statements
 from notebook_tools import LESSONS, read
 
 EXERCISES = [(path.name, name, nb.cells[i].source)
@@ -50,6 +50,36 @@ def test_no_hint_holds_a_call_of_the_answer(lesson, name, source):
     answer's `.max(axis=axis, keepdims=True)` handed over in words around it."""
     for text in help_.all_hints()[name]:
         assert gives_away(name, text) is None, (name, gives_away(name, text), text)
+
+
+LESSON_MODULES = sorted({path.name[:2] for path in LESSONS})
+
+
+@pytest.mark.parametrize("lesson", LESSON_MODULES)
+def test_no_hint_or_message_holds_a_statement_of_the_answer(lesson):
+    """Every string of a lesson's checks module (its HINTS, every failure message and hint a
+    check can show, its questions) against every statement of the lesson's reference answers
+    (issue 44: `weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)` as a fallback hint,
+    both lines of block_forward, the storing lines of cached_attention_step). A statement the
+    exercise's own text spells out may be repeated."""
+    from course_lib.checks import tables
+    names = [name for lesson_name, name, _ in EXERCISES if lesson_name[:2] == lesson]
+    texts = [(line, _squeeze(text)) for line, text in
+             module_texts(tables.HERE / f"lesson{lesson}.py")]
+    found = [(name, line, statement) for name in names for statement in reference_statements(name)
+             for line, text in texts if statement in text]
+    assert not found, "\n".join(f"lesson{lesson}.py line {line} holds {name}'s statement "
+                                 f"{statement!r}" for name, line, statement in found)
+
+
+def test_the_statement_test_finds_a_full_statement():
+    """The test above finds what issue 44 found: the solution's own line inside a hint."""
+    statements = reference_statements("previous_token_scores")
+    hint = _squeeze("the weights below the diagonal: weights.diagonal(offset=-1, dim1=-2, "
+                    "dim2=-1).mean(-1), averaged")
+    assert any(s in hint for s in statements)
+    assert any(s in _squeeze("x = x + block.attn(block.norm1(x))")
+               for s in reference_statements("block_forward"))
 
 
 def test_hints_come_one_at_a_time_then_stay_at_the_last(capsys):

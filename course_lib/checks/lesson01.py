@@ -224,8 +224,9 @@ def check_attention(fn):
     mask = ref.causal_mask(4)
     masked = "random q (4, 3), k (4, 3), v (4, 2) with mask=causal_mask(4)"
     result = c.call(q, k, v, mask=mask, case=masked,
-                    crash_hint="test `if mask is not None:`; `if mask:` asks an array for one "
-                               "truth value, which NumPy refuses")
+                    crash_hint="test whether a mask was given by comparing it with None; "
+                               "`if mask:` asks an array for one truth value, which NumPy "
+                               "refuses")
     w = c.array(pair(c, result, masked, "output, weights")[1], "weights", masked)
     if w.shape == (4, 4) and np.any(np.triu(np.nan_to_num(w, nan=1.0), k=1) != 0):
         c.fail("weights are non-zero where the mask is -inf", case=masked,

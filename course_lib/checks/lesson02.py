@@ -71,8 +71,8 @@ def check_masked_attention(fn):
     c = Checker("masked_attention", fn, forbidden=ATTENTIONS)
     q, k, v = random_qkv(seed(0), T=4, S=4, D=3, Dv=2)
     case = "random q (4, 3), k (4, 3), v (4, 2)"
-    shapes = ("the mask must be (T, T) with T = q.shape[-2], the number of positions; print the "
-              "shapes of your scores and mask")
+    shapes = ("the mask must be (T, T), T the number of positions (the second-to-last axis of "
+              "q); print the shapes of your scores and mask")
     out, w = pair(c, c.call(q, k, v, case=case, crash_hint=shapes), case, "output, weights")
     out, w = c.array(out, "output", case), c.array(w, "weights", case)
     want_out, want_w = ref.attention(q, k, v, ref.causal_mask(4))

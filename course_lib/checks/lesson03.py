@@ -279,7 +279,7 @@ def _weights(n, B, T, H, D):
     return x, w_qkv, w_proj
 
 
-_HALF_HINT = ("compute in float32 (x.float(), w_qkv.float(), w_proj.float()) and return the "
+_HALF_HINT = ("compute in float32 (x and both weights converted with .float()) and return the "
               "input's dtype (.to(x.dtype)): in float16 a score past 65504 is inf and the "
               "softmax NaN, lesson 01's pitfall; float32 keeps the scores and their sums exact")
 

@@ -180,15 +180,14 @@ def _block_variants(x, block):
 
 _BLOCK_HINTS = {
     "no attention residual": "the first residual is missing: the attention's output must be "
-                             "added to the stream, x = x + block.attn(block.norm1(x)), not "
-                             "replace it",
-    "no MLP residual": "the second residual is missing: return the stream plus the MLP's "
-                       "output, x + block.mlp(block.norm2(x)), not the MLP's output alone",
+                             "added to the stream it read, not replace it",
+    "no MLP residual": "the second residual is missing: return the stream plus what the MLP "
+                       "wrote, not the MLP's output alone",
     "no residuals": "both residuals are missing: each sublayer's output must be added to the "
                     "stream (x = x + ...), not replace it",
     "post-norm": "this is post-norm, norm(x + sublayer(x)); the block is pre-norm: each "
-                 "sublayer reads a normalised copy, x + block.attn(block.norm1(x)), and the "
-                 "stream itself is never normalised",
+                 "sublayer reads a normalised copy of the stream and adds its output to the "
+                 "stream itself, which is never normalised",
     "norm1 twice": "you used block.norm1 twice: the MLP has its own LayerNorm, block.norm2, "
                    "with its own weights",
     "norms swapped": "the norms are swapped: block.norm1 goes before the attention, "
@@ -196,9 +195,9 @@ _BLOCK_HINTS = {
     "MLP reads the input": "the MLP must read the stream after the attention has written to "
                            "it (x = x + attn(...) first), not the block's input",
     "adds to the normed stream": "add each sublayer's output to the stream x itself, not to "
-                                 "its normalised copy: x + block.attn(block.norm1(x))",
-    "no norms": "normalise what each sublayer reads: block.attn(block.norm1(x)) and "
-                "block.mlp(block.norm2(x))",
+                                 "its normalised copy",
+    "no norms": "normalise what each sublayer reads: the attention reads the stream through "
+                "block.norm1, the MLP through block.norm2",
     "only the writes": "return the stream, x plus both writes, not only what the sublayers "
                        "wrote",
 }
@@ -242,7 +241,9 @@ def check_block_forward(fn):
                                                "should overflow")
         if not matches(got, want):
             hint = next((h for name, h in _BLOCK_HINTS.items() if matches(got, variants[name])),
-                        "x = x + block.attn(block.norm1(x)), then x = x + block.mlp(block.norm2(x))")
+                        "two residual steps: the attention reads the stream through norm1 and "
+                        "adds its output to it, then the MLP reads the updated stream through "
+                        "norm2 and adds its output")
             c.fail("the block's output is not right", case=case, expected=want[0, 0],
                    got=got[0, 0], hint=hint + " (shown: batch 0, position 0)")
         c.ok()

@@ -86,10 +86,10 @@ def check_sinusoidal_positions(fn):
         if isinstance(out, torch.Tensor) and not out.dtype.is_floating_point:
             c.fail("the table is not a float tensor", case=case, expected="torch.float32",
                    got=str(out.dtype),
-                   hint="build the table with torch.zeros(T, d_model) (float32 by default): "
-                        "an integer tensor rounds every sine and cosine to -1, 0 or 1")
+                   hint="build the table as a float tensor (torch.zeros makes float32 by "
+                        "default): an integer tensor rounds every sine and cosine to -1, 0 or 1")
         got = tensor_as_array(c, out, "the table", case,
-                              hint="return a float tensor, e.g. built with torch.zeros(T, d_model)")
+                              hint="return a float torch tensor of shape (T, d_model)")
         c.shape(got, (T, d), "the table", case,
                 hint="one row per position (T rows), one column per dimension (d_model columns)")
         c.finite(got, "the table", case, hint=formula)

@@ -186,8 +186,8 @@ def check_train_step(fn):
             model.train()
             got, seen = call_inside(c, {"own": _own(reference_step)}, model, opt, batch,
                                     case=case, crash_hint=_CRASH_HINT,
-                                    none_hint="end with `return loss.item()`: the loss of this "
-                                              "batch as a Python float")
+                                    none_hint="end with a `return` of the loss of this batch as "
+                                              "a Python float (the tensor's .item())")
             state = probe(f"the model after {case}", lambda: _model_state(model))
             after = _take_state(c, model, state, before, case)
             _no_own_answer(c, seen["own"], "the step", case)
@@ -241,12 +241,12 @@ def _check_loss(c, got, want, variants, case):
     if isinstance(got, torch.Tensor):
         c.fail("your function returned a tensor, not a float", case=case, expected="float",
                got=f"torch.Tensor of shape {tuple(got.shape)}",
-               hint="return loss.item(): a Python float. Keeping the tensor also keeps its whole "
+               hint="return a Python float (the tensor's .item()). Keeping the tensor also keeps its whole "
                     "autograd graph alive, and a training loop that stores every loss then runs "
                     "out of memory")
     if isinstance(got, bool) or not isinstance(got, numbers.Real):
         c.fail("expected the loss as a float", case=case, got=type(got).__name__,
-               hint="return loss.item()")
+               hint="return the loss as a Python float (the tensor's .item())")
     c.ok()
     if not math.isfinite(got):
         c.fail("the loss is inf or NaN", case=case, got=got,
@@ -627,10 +627,11 @@ def _check_ce_gradient(c, fn, gen):
 # lr_schedule(step, max_lr, warmup_steps, total_steps, min_lr_ratio) -> float
 # ---------------------------------------------------------------------------
 
-_LR_FORMULA = ("for step < warmup_steps: max_lr * (step + 1) / warmup_steps; then, with "
-               "progress p = (step - warmup_steps) / (total_steps - 1 - warmup_steps) capped at "
-               "1, floor + (max_lr - floor) * 0.5 * (1 + cos(pi * p)), floor = max_lr * "
-               "min_lr_ratio")
+_LR_FORMULA = ("follow the two pieces the exercise states: the warm-up line for the steps below "
+               "warmup_steps, then half a cosine from max_lr at step warmup_steps down to the "
+               "floor (the fraction min_lr_ratio of max_lr) at step total_steps - 1, with the "
+               "progress capped at 1 after it; compare your rate with the expected one at the "
+               "step shown")
 
 
 def _lr_curve(steps, max_lr, warmup, total, ratio, mistake=None):

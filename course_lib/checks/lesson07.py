@@ -51,10 +51,11 @@ def check_cached_attention_step(fn):
                         "queries are compared with, the values what is mixed")
         stored = [i for i in range(8) if torch.equal(k_cache[i], k_new)]
         if stored != [length]:
-            hint = (f"the new token is position `length` = {length}: store it with "
-                    f"k_cache[length] = k_new (and the same for v_cache)")
+            hint = (f"the new token is position `length` = {length}: its key goes into that row "
+                    f"of k_cache (and its value into the same row of v_cache)")
             if not stored:
-                hint = "store the new key and value in the caches: k_cache[length] = k_new, v_cache[length] = v_new"
+                hint = ("write the new key and value into the caches, in place, at the new "
+                        "token's row, before attending")
             c.fail("the new key is not stored at its position", case=case,
                    expected=f"row {length}", got=f"rows {stored}" if stored else "not stored", hint=hint)
         if not torch.equal(v_cache[length], v_new):
@@ -381,8 +382,9 @@ HINTS = {
         "Rows after `length` hold rubbish (even an earlier sequence's numbers): do not attend over "
         "the whole cache. Forgetting to store the new row, or slicing one row short, drops the "
         "newest token.",
-        "Keys (length + 1, D) @ q gives the scores; scale by the square root of D, softmax over "
-        "the keys, then weights @ values gives (D,). Return only that output.",
+        "The filled keys (length + 1, D) against q give the scores; scale by the square root of "
+        "D, softmax over the keys, then the weighted sum of the filled values gives (D,). Return "
+        "only that output.",
     ),
     "greedy_decode": (
         "One cache, one prefill call with the whole prompt, then n_new times: the argmax of the "

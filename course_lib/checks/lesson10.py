@@ -218,7 +218,8 @@ def _scores_result(c, out, w, shape, case):
     __tracebackhide__ = True
     if isinstance(out, np.ndarray):
         c.fail("expected a torch tensor, got a NumPy array", case=case,
-               hint="stay in torch (weights.diagonal(...).mean(...)): the weights are a tensor")
+               hint="stay in torch: the weights are a tensor, and torch's own operations keep "
+                    "every leading axis")
     if not isinstance(out, torch.Tensor):
         c.fail(f"expected a torch tensor, got {type(out).__name__}", case=case,
                hint="return one tensor of scores, shape (...): no .item(), .tolist() or tuple")
@@ -243,16 +244,17 @@ def check_previous_token_scores(fn):
     __tracebackhide__ = True
     c = Checker("previous_token_scores", fn)
     gen = torch.Generator().manual_seed(seed(10))
-    formula = ("weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1): the weight query t puts "
-               "on key t - 1, averaged over t = 1 .. T - 1")
+    formula = ("the score is the weight query t puts on key t - 1 (the entries just below the "
+               "diagonal of the last two axes), averaged over the queries t = 1 .. T - 1, one "
+               "number for each leading index")
     cases = [((2, 3, 6, 6), torch.float32), ((4, 5, 5), torch.float32), ((3, 2, 2), torch.float32),
              ((2, 2, 9, 9), torch.float64), ((7, 7), torch.float32), ((3, 4, 8, 8), torch.bfloat16)]
     for shape, dtype in cases:
         w = _causal_weights(gen, shape, dtype)
         case = (f"weights of shape {shape} in {str(dtype).replace('torch.', '')}: causal rows "
                 f"that each sum to 1")
-        out = c.call(w, case=case, crash_hint="weights.diagonal(offset=-1, dim1=-2, dim2=-1) "
-                     "gives the weights on the previous token, shape (..., T - 1)")
+        out = c.call(w, case=case, crash_hint="the weights on the previous token are the entries "
+                     "just below the diagonal of the last two axes, (..., T - 1) of them")
         lead = shape[:-2]
         if isinstance(out, torch.Tensor) and out.dim() == len(lead) + 1 and tuple(
                 out.shape[:-1]) == tuple(lead) and out.shape[-1] in (1, shape[-1] - 1):
