@@ -77,6 +77,15 @@ class Draw:
             return self.integer(lo, hi)
         return self.integer(lo, min(hi, max(lo, small)))
 
+    def length(self, lo=1, small=16, tables=(128, 256, 512, 1024), p_long=0.3):
+        """A length: mostly lo to `small`, and with probability p_long just past one of `tables`
+        (129 to 136, 257 to 264, ...), where a table of that size, sliced, runs out. The longest
+        tier shrinks to the next shorter, so a failure shows the shortest length that fails."""
+        if self.boolean(p_long):
+            past = tables[self.integer(0, len(tables) - 1)]
+            return past + self.integer(1, 8)
+        return self.integer(lo, max(lo, small))
+
     def many(self, draw_one, lo=0, hi=10, average=4):
         """A list of lo to hi items, each made by draw_one(self); deleting an item's choices
         deletes the item (a flag before each item says whether the list goes on)."""
@@ -237,6 +246,8 @@ def _mark_drawn(e):
         return
     lines = e.args[0].split("\n")
     at = next((i + 1 for i, line in enumerate(lines) if line.startswith("  input:")), 1)
+    while at < len(lines) and lines[at].startswith(" " * 12):   # the input's further lines
+        at += 1
     lines.insert(at, "  (drawn at random from the exercise's domain, then made as small as it "
                      "could be while it still fails this way)")
     e.args = ("\n".join(lines),) + tuple(e.args[1:])

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from course_lib.checks import core
 from course_lib.checks.core import (HALF, Checker, checker, name_the_mistake, seed, tensor_result,
                                     tensors_close)
+from course_lib.checks.domain import each
 
 
 def gradients_flow(c, fn, inputs, names, reference, case):
@@ -276,15 +277,76 @@ def _gqa_mistakes(q, k, v):
     ]
 
 
+_GQA_FORMULA = ("repeat each key/value head n_rep = H // Hkv times next to itself (the copies of "
+                "one head side by side), then causal softmax(q k^T / sqrt(D)) v")
+
+
+def _gqa_one(c, fn, q, k, v, case):
+    """Check grouped_query_attention on one q, k, v."""
+    __tracebackhide__ = True
+    (B, H, T, D), Hkv, dtype = q.shape, k.shape[1], q.dtype
+    out = c.call(q, k, v, case=case,
+                 crash_hint="make k and v (B, H, T, D) first by repeating each key/value "
+                            "head H // Hkv times on axis 1, then attend as in lesson 03, "
+                            "with a causal mask built for this call's T (q.shape[2])")
+    if isinstance(out, torch.Tensor) and out.shape == (B, Hkv, T, D) and Hkv != H:
+        c.fail("the result has one head per key/value head, not per query head", case=case,
+               expected=(B, H, T, D), got=tuple(out.shape),
+               hint="every query head gives an output: repeat k and v up to H heads")
+    got = tensor_result(c, out, q, (B, H, T, D), case, "the attention output (B, H, T, D)",
+                        "a row of scores that is all -inf gives 0/0 = NaN: each query must see "
+                        "at least its own position, so hide only the keys j > i")
+    args = [t.double() for t in (q, k, v)]
+    want = _gqa(*args)
+    if dtype in HALF and tensors_close(got, want, dtype) and not _within_ulps(got, want, dtype):
+        c.fail("the result is right only to the precision of a computation in half "
+               "precision", case=case, expected=want[0, :, -1], got=got[0, :, -1],
+               hint="for float16 or bfloat16 input, compute the scores, the softmax and the "
+                    "weighted sum in float32 (q.float(), k.float(), v.float()) and convert "
+                    "the result back once with .to(q.dtype)")
+    if not tensors_close(got, want, dtype):
+        for wrong, hint in _gqa_mistakes(*args):
+            if tensors_close(got, wrong, dtype):
+                c.fail("the result is not right", case=case, expected=want[0, :, -1],
+                       got=got[0, :, -1], hint=hint)
+        c.fail("the result is not right (shown: the last position of every head)", case=case,
+               expected=want[0, :, -1], got=got[0, :, -1], hint=_GQA_FORMULA)
+    c.ok()
+
+
+def _gqa_inputs(seed_, B, H, Hkv, T, D, dtype):
+    gen = torch.Generator().manual_seed(seed_)
+    return tuple(torch.randn(B, h, T, D, generator=gen, dtype=torch.float64).to(dtype)
+                 for h in (H, Hkv, Hkv))
+
+
+def _gqa_case(B, H, Hkv, T, D, dtype):
+    return (f"q ({B}, {H}, {T}, {D}), k and v ({B}, {Hkv}, {T}, {D}): {H} query heads "
+            f"sharing {Hkv} key/value heads, in {str(dtype).replace('torch.', '')}")
+
+
+_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+
+
+def _draw_gqa(d):
+    """Any T (past every mask table: 128, 256, 512, 1,024), 1 to 3 key/value heads each shared
+    by 1 to 3 query heads, any dtype; one batch and few heads for long T."""
+    T = d.length()
+    Hkv, n_rep = d.integer(1, 3), d.integer(1, 3)
+    B = 1 if T > 16 else d.integer(1, 2)
+    if T > 16:
+        Hkv, n_rep = min(Hkv, 2), min(n_rep, 2)
+    D, dtype = d.choice((4, 2, 8)), d.choice(_DTYPES)
+    shape = (B, Hkv * n_rep, Hkv, T, D, dtype)
+    return (_gqa_inputs(d.seed(), *shape)), _gqa_case(*shape)
+
+
 @checker
 def check_grouped_query_attention(fn):
     """Check grouped_query_attention(q, k, v): causal attention, query head h reading KV head
     h // (H // Hkv)."""
     __tracebackhide__ = True
     c = Checker("grouped_query_attention", fn)
-    formula = ("repeat each key/value head n_rep = H // Hkv times next to itself "
-               "(the copies of one head side by side), then causal softmax(q k^T / sqrt(D)) v")
-    gen = torch.Generator().manual_seed(seed(88))
     cases = [  # B, H, Hkv, T, D, dtype
         (2, 4, 2, 5, 6, torch.float32),
         (1, 6, 2, 4, 4, torch.float32),
@@ -293,42 +355,15 @@ def check_grouped_query_attention(fn):
         (1, 3, 3, 4, 4, torch.float32),      # as many KV heads as query heads: plain attention
         (2, 4, 2, 6, 8, torch.bfloat16),
         (1, 4, 2, 13, 4, torch.float32),     # longer than any mask of the example's size
-        (1, 4, 2, 200, 4, torch.float32),    # longer than a 64 x 64 or 128 x 128 table
         (1, 2, 1, 1, 4, torch.float32),      # one position
         (1, 4, 2, 9, 8, torch.float16),
+        (1, 2, 1, 1_030, 4, torch.float32),  # past GPT-2's 1,024 positions
     ]
-    for B, H, Hkv, T, D, dtype in cases:
-        q, k, v = (torch.randn(B, h, T, D, generator=gen, dtype=torch.float64).to(dtype)
-                   for h in (H, Hkv, Hkv))
-        case = (f"q ({B}, {H}, {T}, {D}), k and v ({B}, {Hkv}, {T}, {D}): {H} query heads "
-                f"sharing {Hkv} key/value heads, in {str(dtype).replace('torch.', '')}")
-        out = c.call(q, k, v, case=case,
-                     crash_hint="make k and v (B, H, T, D) first by repeating each key/value "
-                                "head H // Hkv times on axis 1, then attend as in lesson 03, "
-                                "with a causal mask built for this call's T (q.shape[2])")
-        if isinstance(out, torch.Tensor) and out.shape == (B, Hkv, T, D) and Hkv != H:
-            c.fail("the result has one head per key/value head, not per query head", case=case,
-                   expected=(B, H, T, D), got=tuple(out.shape),
-                   hint="every query head gives an output: repeat k and v up to H heads")
-        got = tensor_result(c, out, q, (B, H, T, D), case, "the attention output (B, H, T, D)",
-                      "a row of scores that is all -inf gives 0/0 = NaN: each query must see at "
-                      "least its own position, so hide only the keys j > i")
-        args = [t.double() for t in (q, k, v)]
-        want = _gqa(*args)
-        if dtype in HALF and tensors_close(got, want, dtype) and not _within_ulps(got, want, dtype):
-            c.fail("the result is right only to the precision of a computation in half "
-                   "precision", case=case, expected=want[0, :, -1], got=got[0, :, -1],
-                   hint="for float16 or bfloat16 input, compute the scores, the softmax and the "
-                        "weighted sum in float32 (q.float(), k.float(), v.float()) and convert "
-                        "the result back once with .to(q.dtype)")
-        if not tensors_close(got, want, dtype):
-            for wrong, hint in _gqa_mistakes(*args):
-                if tensors_close(got, wrong, dtype):
-                    c.fail("the result is not right", case=case, expected=want[0, :, -1],
-                           got=got[0, :, -1], hint=hint)
-            c.fail("the result is not right (shown: the last position of every head)", case=case,
-                   expected=want[0, :, -1], got=got[0, :, -1], hint=formula)
-        c.ok()
+    for n, shape in enumerate(cases):
+        _gqa_one(c, fn, *_gqa_inputs(seed(88 + n), *shape), _gqa_case(*shape))
+    # lengths past every table a learner might slice, every dtype, every sharing
+    each(c, _draw_gqa, lambda c, qkv, case: _gqa_one(c, fn, *qkv, case), n=20, stream=801)
+    gen = torch.Generator().manual_seed(seed(88))
     q, k, v = (torch.randn(1, h, 4, 4, generator=gen) for h in (4, 2, 2))
     gradients_flow(c, fn, (q, k, v), ("q", "k", "v"), _gqa, "q, k and v requiring gradients")
     c.done()

@@ -5,6 +5,7 @@ import numpy as np
 import torch
 
 from course_lib.checks.core import Checker, checker, probe, seed, tensors_close
+from course_lib.checks.domain import each
 from course_lib.convert import tinylm_state_dict
 from course_lib.model import ModelConfig
 
@@ -296,71 +297,92 @@ def _describe_mask(m):
     return np.where(np.isfinite(m), "0", "-inf") if m.ndim == 2 else m
 
 
+_PREFIX_RULE = "query i sees key j when j <= i or j < n_prefix: 0 there, -inf elsewhere"
+
+
+def _prefix_one(c, fn, T, n_prefix, case):
+    """Check prefix_lm_mask on one (T, n_prefix)."""
+    __tracebackhide__ = True
+    rule = _PREFIX_RULE
+    got = c.call(T, n_prefix, case=case, none_hint="end with `return` and the mask")
+    if isinstance(got, torch.Tensor):
+        c.fail("expected a NumPy array, got a torch tensor", case=case,
+               hint="build the mask with NumPy (np.zeros, np.where, np.triu), as lesson "
+                    "01's causal_mask does: lesson 01's attention takes NumPy arrays")
+    if not isinstance(got, np.ndarray):
+        c.fail(f"expected a NumPy array, got {type(got).__name__}", case=case,
+               hint="return a (T, T) NumPy float array of 0 and -inf")
+    c.shape(got, (T, T), "the mask", case,
+            hint="one row per query and one column per key, for this call's T: build the "
+                 "mask from T itself, not by slicing a table of a fixed size")
+    if got.dtype == bool:
+        c.fail("the mask is boolean", case=case, got=got,
+               hint="return the additive mask: 0.0 where a query may look and -np.inf where "
+                    "it may not (np.where(allowed, 0.0, -np.inf))")
+    if not np.issubdtype(got.dtype, np.floating):
+        c.fail(f"the mask has dtype {got.dtype}, not a float dtype", case=case, got=got,
+               hint="return floats: 0.0 where a query may look and -np.inf where it may not")
+    want = _prefix_mask(T, n_prefix)
+    ok_values = np.isin(got, (0.0, -np.inf)) | np.isnan(got)
+    if not ok_values.all():
+        odd = got[~ok_values][:3]
+        c.fail("the mask holds values other than 0 and -inf", case=case, got=odd,
+               hint="use exactly 0.0 where a query may look and -np.inf where it may not "
+                    "(a large negative number such as -1e9 is not -inf)")
+    if np.isnan(got).any():
+        c.fail("the mask holds NaN", case=case, got=_describe_mask(got), hint=rule)
+    if not np.array_equal(got, want):
+        if np.array_equal(np.isfinite(got), ~np.isfinite(want)):
+            c.fail("the mask's polarity is swapped", case=case,
+                   expected=_describe_mask(want), got=_describe_mask(got),
+                   hint="0 goes where a query may look and -inf where it may not")
+        wrongs = [
+            (np.where(np.tril(np.ones((T, T), dtype=bool)), 0.0, -np.inf),
+             "the prefix's positions see each other in both directions: a key j < n_prefix "
+             "is visible to every query, not only to queries i >= j"),
+            (_prefix_mask(T, n_prefix, inclusive=True),
+             "the prefix is keys 0 .. n_prefix - 1: j < n_prefix, not j <= n_prefix"),
+            (_prefix_mask(T, n_prefix, prefix_sees_all=True),
+             "a prefix position sees the whole prefix and nothing after it: the keys after "
+             "the prefix stay hidden from it (only j <= i or j < n_prefix)"),
+            (np.zeros((T, T)), "only the prefix is bidirectional: positions after it are "
+                               "causal, so key j > i is hidden unless j < n_prefix"),
+            (np.where(np.tril(np.ones((T, T), dtype=bool), -1) |
+                      (np.arange(T)[None, :] < n_prefix), 0.0, -np.inf),
+             "each query may see its own position: j <= i, not j < i"),
+        ]
+        for wrong, hint in wrongs:
+            if np.array_equal(got, wrong):
+                c.fail("the mask is not right", case=case, expected=_describe_mask(want),
+                       got=_describe_mask(got), hint=hint)
+        c.fail("the mask is not right", case=case, expected=_describe_mask(want),
+               got=_describe_mask(got), hint=rule)
+    c.ok()
+
+
+def _draw_prefix(d):
+    """A length from 1 to past tables of 128, 256 and 512 positions (a named case passes GPT-2's
+    1,024: masks that long are kept few, since a grading records each), and a prefix from none
+    to all."""
+    T = d.length(tables=(128, 256, 512))
+    n_prefix = d.choice((d.integer(0, T), 0, T)) if T else 0
+    return (T, n_prefix), f"prefix_lm_mask({T}, {n_prefix})"
+
+
 @checker
 def check_prefix_lm_mask(fn):
     """Check prefix_lm_mask(T, n_prefix) -> (T, T) NumPy additive mask, 0 / -inf."""
     __tracebackhide__ = True
     c = Checker("prefix_lm_mask", fn)
-    rule = ("query i sees key j when j <= i or j < n_prefix: 0 there, -inf elsewhere")
-    # and lengths past any table written by hand (64 x 64, 128 x 128), to be sliced
     for T, n_prefix in ((6, 3), (5, 0), (4, 4), (7, 1), (1, 0), (1, 1), (9, 5), (3, 2),
-                        (200, 70), (150, 0)):
-        case = f"prefix_lm_mask({T}, {n_prefix})"
-        got = c.call(T, n_prefix, case=case, none_hint="end with `return` and the mask")
-        if isinstance(got, torch.Tensor):
-            c.fail("expected a NumPy array, got a torch tensor", case=case,
-                   hint="build the mask with NumPy (np.zeros, np.where, np.triu), as lesson "
-                        "01's causal_mask does: lesson 01's attention takes NumPy arrays")
-        if not isinstance(got, np.ndarray):
-            c.fail(f"expected a NumPy array, got {type(got).__name__}", case=case,
-                   hint="return a (T, T) NumPy float array of 0 and -inf")
-        c.shape(got, (T, T), "the mask", case,
-                hint="one row per query and one column per key, for this call's T: build the "
-                     "mask from T itself, not by slicing a table of a fixed size")
-        if got.dtype == bool:
-            c.fail("the mask is boolean", case=case, got=got,
-                   hint="return the additive mask: 0.0 where a query may look and -np.inf where "
-                        "it may not (np.where(allowed, 0.0, -np.inf))")
-        if not np.issubdtype(got.dtype, np.floating):
-            c.fail(f"the mask has dtype {got.dtype}, not a float dtype", case=case, got=got,
-                   hint="return floats: 0.0 where a query may look and -np.inf where it may not")
-        want = _prefix_mask(T, n_prefix)
-        ok_values = np.isin(got, (0.0, -np.inf)) | np.isnan(got)
-        if not ok_values.all():
-            odd = got[~ok_values][:3]
-            c.fail("the mask holds values other than 0 and -inf", case=case, got=odd,
-                   hint="use exactly 0.0 where a query may look and -np.inf where it may not "
-                        "(a large negative number such as -1e9 is not -inf)")
-        if np.isnan(got).any():
-            c.fail("the mask holds NaN", case=case, got=_describe_mask(got), hint=rule)
-        if not np.array_equal(got, want):
-            if np.array_equal(np.isfinite(got), ~np.isfinite(want)):
-                c.fail("the mask's polarity is swapped", case=case,
-                       expected=_describe_mask(want), got=_describe_mask(got),
-                       hint="0 goes where a query may look and -inf where it may not")
-            wrongs = [
-                (np.where(np.tril(np.ones((T, T), dtype=bool)), 0.0, -np.inf),
-                 "the prefix's positions see each other in both directions: a key j < n_prefix "
-                 "is visible to every query, not only to queries i >= j"),
-                (_prefix_mask(T, n_prefix, inclusive=True),
-                 "the prefix is keys 0 .. n_prefix - 1: j < n_prefix, not j <= n_prefix"),
-                (_prefix_mask(T, n_prefix, prefix_sees_all=True),
-                 "a prefix position sees the whole prefix and nothing after it: the keys after "
-                 "the prefix stay hidden from it (only j <= i or j < n_prefix)"),
-                (np.zeros((T, T)), "only the prefix is bidirectional: positions after it are "
-                                   "causal, so key j > i is hidden unless j < n_prefix"),
-                (np.where(np.tril(np.ones((T, T), dtype=bool), -1) |
-                          (np.arange(T)[None, :] < n_prefix), 0.0, -np.inf),
-                 "each query may see its own position: j <= i, not j < i"),
-            ]
-            for wrong, hint in wrongs:
-                if np.array_equal(got, wrong):
-                    c.fail("the mask is not right", case=case, expected=_describe_mask(want),
-                           got=_describe_mask(got), hint=hint)
-            c.fail("the mask is not right", case=case, expected=_describe_mask(want),
-                   got=_describe_mask(got), hint=rule)
-        c.ok()
+                        (1_030, 700)):   # past GPT-2's 1,024 positions, a table in reach
+        _prefix_one(c, fn, T, n_prefix, f"prefix_lm_mask({T}, {n_prefix})")
+    # lengths past every other table a learner might slice
+    each(c, _draw_prefix, lambda c, args, case: _prefix_one(c, fn, *args, case), n=20,
+         stream=1001)
     c.done()
+
+
 # Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
 # the code. None of them holds a line of the answer.
 HINTS = {
