@@ -154,3 +154,14 @@ def test_an_odd_return_value_gets_feedback_not_a_crash(name, kind):
         checker(name)(fn)
     message = str(failure.value)
     assert message.startswith(f"Exercise '{name}': ") and "\nHint: " in message, message
+
+
+def test_a_float16_failure_shows_the_difference():
+    """Issue 44: 3,000 float16 weights of about 0.0003 printed as identical zeros; now with four
+    significant digits, and the worst weight in units in the last place."""
+    wrong = next(w for w in WRONG if w.name == "float16 computed in float16, the long sum stalls")
+    status, message = replayed("softmax", function_from("softmax", wrong.body))
+    expected = message.split("expected: ", 1)[1].split("\n  got:", 1)[0]
+    got = message.split("got:      ", 1)[1].split("\nHint:", 1)[0]
+    assert status == "failed" and expected != got and "0.0003333" in expected
+    assert "units in the last place of float16" in message

@@ -127,9 +127,13 @@ def check_softmax(fn):
     case = ("softmax(x, axis=0) for x = np.zeros((3000, 2), dtype=np.float16) with "
             "x[:, 1] = np.linspace(-2, 2, 3000): 3,000 weights per column")
     got = run(x, 0, case)
-    want = ref.softmax(x, axis=0).astype(np.float64)
-    if not np.allclose(got, want, rtol=4e-3, atol=1e-7):
-        c.fail("the result is not right", case=case, expected=want, got=got,
+    want = ref.softmax(x, axis=0)                                  # float16, computed in float32
+    if not np.allclose(got, want.astype(np.float64), rtol=4e-3, atol=1e-7):
+        ulps = np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want))
+        worst = np.unravel_index(np.nanargmax(ulps), ulps.shape)
+        c.fail(f"the result is not right: weight {tuple(map(int, worst))} is {got[worst]:.5g} "
+               f"where {want[worst]:.5g} is right, {ulps[worst]:.0f} units in the last place "
+               f"of float16 away (rounding allows about 4)", case=case, expected=want, got=got,
                hint="compute float16 input in float32 (x.astype(np.float32)) and convert the "
                     "result back: summed in float16, 3,000 exponentials stall near 2048, where "
                     "adding 1 rounds back to the same number (lesson 01's bfloat16 sum that "
