@@ -22,9 +22,50 @@ def solution_body(source):
 
 
 @pytest.fixture(autouse=True)
-def fresh_kernel(monkeypatch):
+def fresh_kernel(monkeypatch, tmp_path):
     monkeypatch.setattr(help_, "_shown", {})
     monkeypatch.setattr(help_, "_solutions_shown", set())
+    monkeypatch.setattr(help_, "_unsaved", [])
+    monkeypatch.setenv("COURSE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+
+
+def test_the_hints_shown_survive_a_restart(monkeypatch, capsys, tmp_path):
+    """Issue 44: a hint() after a restart shows the next hint, not hint 1 again, so the feedback
+    page's "hint 2" (the second hint() call of the notebook) is the hint the learner read."""
+    hint("softmax")
+    assert capsys.readouterr().out.startswith("Hint 1 of ")
+    monkeypatch.setattr(help_, "_shown", {})       # a restart: the kernel's memory is gone
+    hint("softmax")
+    assert capsys.readouterr().out.startswith("Hint 2 of ")
+    hint("causal_mask", 2)                          # a chosen hint counts too
+    monkeypatch.setattr(help_, "_shown", {})
+    hint("causal_mask")
+    assert capsys.readouterr().out.splitlines()[-2].startswith("Hint 3 of ")
+    other = tmp_path / "another_copy"               # another copy of the course starts afresh
+    other.mkdir()
+    monkeypatch.chdir(other)
+    monkeypatch.setattr(help_, "_shown", {})
+    hint("softmax")
+    assert capsys.readouterr().out.startswith("Hint 1 of ")
+
+
+def test_hints_still_come_when_they_cannot_be_saved(monkeypatch, capsys, tmp_path):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the state folder would go")
+    monkeypatch.setenv("COURSE_STATE_DIR", str(blocked / "state"))
+    hint("softmax")
+    hint("softmax")
+    out = capsys.readouterr().out
+    assert "Hint 1 of " in out and "Hint 2 of " in out
+    assert out.count("could not be saved") == 1 and "starts again at hint 1" in out
+
+
+def test_a_damaged_state_file_is_read_as_empty(capsys, tmp_path):
+    help_.state_file().parent.mkdir(parents=True)
+    help_.state_file().write_text('{"shown": {"x": [1, 2]}, "format": "?"}')
+    hint("softmax")
+    assert capsys.readouterr().out.startswith("Hint 1 of ")
 
 
 def test_every_exercise_has_two_hints_or_more_and_no_stray_ones():
