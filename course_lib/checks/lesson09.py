@@ -480,12 +480,14 @@ QUESTIONS = {
         after="## 5. The roofline: compute or bandwidth?",
         choices={
             "a": ("the arithmetic: FLOPs per token over the matmul peak",
-                  "the cell printed what compute alone would take, several times less than "
-                  "the measured step: at half a FLOP per byte the arithmetic units wait."),
+                  "the cell printed what compute alone would take beside the measured step: "
+                  "at half a FLOP per byte, left of the balance point, the arithmetic units "
+                  "wait for the weights to arrive, and the step followed the bytes read."),
             "b": ("reading every weight from memory once per token: bytes over bandwidth",
-                  "decode at batch 1 does about half a FLOP per byte of weights, far below "
-                  "the machine's balance point; the time predicted from bandwidth was within "
-                  "a small factor of the measured one."),
+                  "decode at batch 1 does about half a FLOP per byte of weights, left of the "
+                  "machine's balance point (the roofline cell says how far); the time "
+                  "predicted from bandwidth was within a small factor of the measured one "
+                  "(asserted)."),
             "c": ("attention over the growing context",
                   "at short contexts attention's arithmetic is a rounding error next to the "
                   "weights' (section 2)."),
