@@ -33,6 +33,14 @@ import numpy as np
 
 from course_lib.checks.record import ReplayMismatch, seed
 
+# Characters of every class a text holds: letters small and capital, digits, punctuation,
+# spaces, tabs and line ends (CR LF as one unit too), NUL and other control characters, accented
+# letters of two bytes, combining marks, characters that normalisation changes, three-byte CJK
+# and currency, four-byte emoji, the byte-order mark, a zero-width joiner, the line separator.
+CHARACTERS = ("abcxyz", "ABCXYZ", "0189", ".,;!?'-(", " ", "\t", "\n", "\r", ("\r\n",),
+              "\x00\x01\x1b\x7f", "éüßÆñ", "\u0301\u0308", "ﬁ\u212b\u00c5", "€中文語",
+              "💡😀👍🏽", "\ufeff\u200d\u2028")
+
 SHRINK_CALLS = 200  # the most inputs tried while shrinking one failure (a grading records each)
 
 
@@ -94,6 +102,11 @@ class Draw:
         while len(items) < hi and (len(items) < lo or self.boolean(p_more)):
             items.append(draw_one(self))
         return items
+
+    def text(self, hi=30, average=10):
+        """A str of 0 to hi characters of every class (`CHARACTERS`), CR LF as one unit too."""
+        return "".join(self.many(lambda d: d.choice(d.choice(CHARACTERS)), hi=hi,
+                                 average=average))
 
     def seed(self):
         """A seed for NumPy or torch's generators, for the values of an array."""

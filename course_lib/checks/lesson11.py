@@ -784,21 +784,13 @@ def _decode_one(c, fn, ids, vocab, case):
     c.ok()
 
 
-# Characters of every class a text holds, and a decoder must keep: letters small and capital,
-# digits, punctuation, spaces, tabs and line ends (CR LF as one unit too), NUL and other
-# control characters, accented letters of two bytes, combining marks, characters that
-# normalisation changes, three-byte CJK and currency, four-byte emoji, the byte-order mark,
-# a zero-width joiner and the line separator.
-_CHARACTERS = ("abcxyz", "ABCXYZ", "0189", ".,;!?'-(", " ", "\t", "\n", "\r", ("\r\n",),
-               "\x00\x01\x1b\x7f", "éüßÆñ", "\u0301\u0308", "ﬁ\u212b\u00c5", "€中文語",
-               "💡😀👍🏽", "\ufeff\u200d\u2028")
 _INVALID = (0xFF, 0xFE, 0xC3, 0xE2, 0x80, 0xBF)   # never valid alone: bytes of no character
 
 
 def _draw_decode(d):
     """Text of every character class, as UTF-8 with invalid bytes put in, cut into tokens at any
     byte; the vocabulary holds the 256 bytes, then the tokens of two bytes or more."""
-    text = "".join(d.many(lambda d: d.choice(d.choice(_CHARACTERS)), hi=30, average=10))
+    text = d.text()
     data = bytearray(text.encode("utf-8"))
     for _ in range(d.integer(0, 3) if d.boolean(0.4) else 0):
         data.insert(d.integer(0, len(data)), d.choice(_INVALID))
