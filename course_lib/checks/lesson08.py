@@ -102,7 +102,6 @@ def check_rms_norm(fn):
     """Check rms_norm(x, weight, eps=1e-5) -> x / sqrt(mean(x^2, last axis) + eps) * weight."""
     __tracebackhide__ = True
     c = Checker("rms_norm", fn)
-    formula = "x / sqrt(mean(x^2 over the last axis) + eps) * weight"
     gen = torch.Generator().manual_seed(seed(8))
     cases = [  # shape, dtype, scale, offset, eps
         ((2, 3, 8), torch.float32, 1.0, 0.5, None),
@@ -113,40 +112,65 @@ def check_rms_norm(fn):
         ((2, 8), torch.float16, 300.0, 0.0, None),        # x * x overflows in float16
     ]
     for shape, dtype, scale, offset, eps in cases:
-        x = ((torch.randn(*shape, generator=gen, dtype=torch.float64) + offset) * scale).to(dtype)
-        w = (1 + 0.5 * torch.randn(shape[-1], generator=gen, dtype=torch.float64)).to(dtype)
-        kwargs = {} if eps is None else {"eps": eps}
-        case = (f"rms_norm(x, weight{'' if eps is None else f', eps={eps}'}), x of shape "
-                f"{shape} in {str(dtype).replace('torch.', '')}, its mean not 0")
-        out = c.call(x, w, case=case, **kwargs,
-                     crash_hint="average over the last axis with keepdim=True, so the (..., 1) "
-                                "root broadcasts against x (..., C); weight is (C,)")
-        got = tensor_result(c, out, x, shape, case, "the normalised tensor",
-                      "in float16, x * x overflows past 65504: compute in float32 (x.float()), "
-                      "then convert the result back with .to(x.dtype)")
-        e = 1e-5 if eps is None else eps
-        want = _rms(x.double(), w.double(), e)
-        if dtype == torch.bfloat16 and tensors_close(got, want, dtype) and _in_bfloat16(
-                got, want, x, w, e):
-            c.fail("the result is right only to the precision of a computation in half "
-                   "precision", case=case, expected=want, got=got,
-                   hint="for float16 or bfloat16 input, compute it in float32 (x.float(), "
-                        "weight.float()) and convert the result back once with .to(x.dtype): "
-                        "each step rounded to half precision adds its own error")
-        if not tensors_close(got, want, dtype):
-            mistakes = _rms_norm_mistakes(x.double(), w.double(), e)
-            if dtype in HALF:
-                mistakes.insert(0, (_rms(x, w, e).double(),
-                                    "in half precision x * x overflows or rounds away: compute "
-                                    "it in float32 (x.float()) and convert the result back "
-                                    "with .to(x.dtype)"))
-            name_the_mistake(c, got, want, mistakes, dtype, formula, case)
-        c.ok()
+        _rms_one(c, _rms_input(gen, shape, dtype, scale, offset, eps))
+    # any leading axes and width, every dtype, spreads up to 300 (x * x overflows float16)
+    each(c, _draw_rms, lambda c, args, case: _rms_one(c, args), n=25, stream=80)
     x = torch.randn(3, 8, generator=gen) + 0.5
     w = 1 + 0.5 * torch.randn(8, generator=gen)
     gradients_flow(c, fn, (x, w), ("x", "weight"), lambda x, w: _rms(x, w, 1e-5),
                 "rms_norm(x, weight) with x and weight requiring gradients")
     c.done()
+
+
+def _rms_input(gen, shape, dtype, scale, offset, eps):
+    x = ((torch.randn(*shape, generator=gen, dtype=torch.float64) + offset) * scale).to(dtype)
+    w = (1 + 0.5 * torch.randn(shape[-1], generator=gen, dtype=torch.float64)).to(dtype)
+    case = (f"rms_norm(x, weight{'' if eps is None else f', eps={eps}'}), x of shape "
+            f"{tuple(shape)} in {str(dtype).replace('torch.', '')}, spread {scale:g}, its mean "
+            f"{'not ' if offset else ''}0")
+    return x, w, eps, case
+
+
+def _draw_rms(d):
+    shape = tuple(d.integer(1, 4) for _ in range(d.integer(0, 2))) + (d.size(1, 256, small=16),)
+    dtype = d.choice((torch.float32, torch.float64, torch.bfloat16, torch.float16))
+    scale, offset = d.choice((1.0, 0.01, 300.0)), d.choice((0.0, 0.5, -3.0))
+    args = _rms_input(torch.Generator().manual_seed(d.seed()), shape, dtype, scale, offset,
+                      d.choice((None, 1e-3, 0.5)))
+    return args, args[-1]
+
+
+def _rms_one(c, args):
+    """Check rms_norm on one input."""
+    __tracebackhide__ = True
+    x, w, eps, case = args
+    shape, dtype = tuple(x.shape), x.dtype
+    formula = "x / sqrt(mean(x^2 over the last axis) + eps) * weight"
+    kwargs = {} if eps is None else {"eps": eps}
+    out = c.call(x, w, case=case, **kwargs,
+                 crash_hint="average over the last axis with keepdim=True, so the (..., 1) "
+                            "root broadcasts against x (..., C); weight is (C,)")
+    got = tensor_result(c, out, x, shape, case, "the normalised tensor",
+                  "in float16, x * x overflows past 65504: compute in float32 (x.float()), "
+                  "then convert the result back with .to(x.dtype)")
+    e = 1e-5 if eps is None else eps
+    want = _rms(x.double(), w.double(), e)
+    if dtype == torch.bfloat16 and tensors_close(got, want, dtype) and _in_bfloat16(
+            got, want, x, w, e):
+        c.fail("the result is right only to the precision of a computation in half "
+               "precision", case=case, expected=want, got=got,
+               hint="for float16 or bfloat16 input, compute it in float32 (x.float(), "
+                    "weight.float()) and convert the result back once with .to(x.dtype): "
+                    "each step rounded to half precision adds its own error")
+    if not tensors_close(got, want, dtype):
+        mistakes = _rms_norm_mistakes(x.double(), w.double(), e)
+        if dtype in HALF:
+            mistakes.insert(0, (_rms(x, w, e).double(),
+                                "in half precision x * x overflows or rounds away: compute "
+                                "it in float32 (x.float()) and convert the result back "
+                                "with .to(x.dtype)"))
+        name_the_mistake(c, got, want, mistakes, dtype, formula, case)
+    c.ok()
 
 
 # ---------------------------------------------------------------------------
@@ -191,9 +215,6 @@ def check_swiglu(fn):
     """Check swiglu(x, w_gate, w_up, w_down) -> (silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T."""
     __tracebackhide__ = True
     c = Checker("swiglu", fn)
-    formula = "(silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T"
-    orientation = ("the weights are in nn.Linear's orientation (out, in): w_gate and w_up are "
-                   "(F, C), w_down is (C, F), so each is applied as x @ w.T")
     gen = torch.Generator().manual_seed(seed(80))
     cases = [  # x shape, hidden width F, dtype
         ((2, 3, 4), 6, torch.float32),
@@ -202,32 +223,60 @@ def check_swiglu(fn):
         ((3, 8), 12, torch.bfloat16),
     ]
     for shape, F_, dtype in cases:
-        C = shape[-1]
-        x = torch.randn(*shape, generator=gen, dtype=torch.float64).to(dtype)
-        ws = [(torch.randn(*s, generator=gen, dtype=torch.float64) / s[1] ** 0.5).to(dtype)
-              for s in ((F_, C), (F_, C), (C, F_))]
-        case = (f"x of shape {shape} (C={C}) in {str(dtype).replace('torch.', '')}; "
-                f"w_gate and w_up ({F_}, {C}), w_down ({C}, {F_})")
-        out = c.call(x, *ws, case=case, crash_hint=orientation)
-        if isinstance(out, torch.Tensor) and out.dim() > 0 and out.shape[-1] == F_ and F_ != C:
-            c.fail("the result has the hidden width F, not the model width C", case=case,
-                   expected=tuple(shape), got=tuple(out.shape),
-                   hint="project back to the model width with the down projection: ... @ w_down.T")
-        got = tensor_result(c, out, x, shape, case, "the MLP's output", formula)
-        args = [t.double() for t in (x, *ws)]
-        want = _swiglu(*args)
-        if not tensors_close(got, want, dtype):
-            for wrong, hint in _swiglu_mistakes(*args):
-                if tensors_close(got, wrong, dtype):
-                    c.fail("the result is not right", case=case, expected=want, got=got, hint=hint)
-            c.fail("the result is not right", case=case, expected=want, got=got,
-                   hint=f"{formula}; {orientation}")
-        c.ok()
+        _swiglu_one(c, _swiglu_input(gen, shape, F_, dtype))
+    # any leading axes, widths C and F, and dtype
+    each(c, _draw_swiglu, lambda c, args, case: _swiglu_one(c, args), n=20, stream=81)
     x = torch.randn(3, 4, generator=gen)
     ws = [torch.randn(*s, generator=gen) / 2 for s in ((6, 4), (6, 4), (4, 6))]
     gradients_flow(c, fn, (x, *ws), ("x", "w_gate", "w_up", "w_down"), _swiglu,
                 "swiglu(x, w_gate, w_up, w_down) with every input requiring gradients")
     c.done()
+
+
+_SWIGLU = "(silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T"
+_ORIENTATION = ("the weights are in nn.Linear's orientation (out, in): w_gate and w_up are "
+                "(F, C), w_down is (C, F), so each is applied as x @ w.T")
+
+
+def _swiglu_input(gen, shape, F_, dtype):
+    C = shape[-1]
+    x = torch.randn(*shape, generator=gen, dtype=torch.float64).to(dtype)
+    ws = [(torch.randn(*s, generator=gen, dtype=torch.float64) / s[1] ** 0.5).to(dtype)
+          for s in ((F_, C), (F_, C), (C, F_))]
+    case = (f"x of shape {tuple(shape)} (C={C}) in {str(dtype).replace('torch.', '')}; "
+            f"w_gate and w_up ({F_}, {C}), w_down ({C}, {F_})")
+    return x, ws, case
+
+
+def _draw_swiglu(d):
+    shape = tuple(d.integer(1, 4) for _ in range(d.integer(0, 2))) + (d.size(1, 48, small=8),)
+    dtype = d.choice((torch.float32, torch.float64, torch.bfloat16, torch.float16))
+    args = _swiglu_input(torch.Generator().manual_seed(d.seed()), shape,
+                         d.size(1, 96, small=16), dtype)
+    return args, args[-1]
+
+
+def _swiglu_one(c, args):
+    """Check swiglu on one input."""
+    __tracebackhide__ = True
+    x, ws, case = args
+    shape, dtype, C, F_ = tuple(x.shape), x.dtype, x.shape[-1], ws[0].shape[0]
+    formula, orientation = _SWIGLU, _ORIENTATION
+    out = c.call(x, *ws, case=case, crash_hint=orientation)
+    if isinstance(out, torch.Tensor) and out.dim() > 0 and out.shape[-1] == F_ and F_ != C:
+        c.fail("the result has the hidden width F, not the model width C", case=case,
+               expected=tuple(shape), got=tuple(out.shape),
+               hint="project back to the model width with the down projection: ... @ w_down.T")
+    got = tensor_result(c, out, x, shape, case, "the MLP's output", formula)
+    args = [t.double() for t in (x, *ws)]
+    want = _swiglu(*args)
+    if not tensors_close(got, want, dtype):
+        for wrong, hint in _swiglu_mistakes(*args):
+            if tensors_close(got, wrong, dtype):
+                c.fail("the result is not right", case=case, expected=want, got=got, hint=hint)
+        c.fail("the result is not right", case=case, expected=want, got=got,
+               hint=f"{formula}; {orientation}")
+    c.ok()
 
 
 # ---------------------------------------------------------------------------
