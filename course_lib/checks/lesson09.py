@@ -92,30 +92,49 @@ def check_params_from_config(fn):
     __tracebackhide__ = True
     c = Checker("params_from_config", fn)
     for label, fields in _llama_cases():
-        given = copy.deepcopy(fields)
-        case = f"{label}: {fields}"
-        got = c.call(given, case=case)
-        after = probe(f"the config after {case}", lambda: given)
-        if after != fields:
-            c.fail("the config dict was changed", case=case, hint="read the fields; do not "
-                   "add, remove or change entries of the dict you are given")
-        if got is None:
-            c.fail("nothing was returned", case=case, hint="end with `return total`")
-        _python_int(c, got, case, "a whole number of parameters as a Python int",
-                    "use // rather than / for divisions")
-        full = dict(fields, model_type="llama", max_position_embeddings=1)
-        want = count_params(config_from_dict(full))
-        if got != want:
-            for what, value in _param_variants(fields).items():
-                if what != "right" and got == value and value != want:
-                    c.fail(f"the count is off by {got - want:+,}", case=label, expected=f"{want:,}",
-                           got=f"{got:,}", hint=_PARAM_HINTS[what])
-            c.fail(f"the count is off by {got - want:+,}", case=label, expected=f"{want:,}",
-                   got=f"{got:,}", hint="per layer: q, k, v and output projections, three "
-                   "SwiGLU matrices, two RMSNorm weights; then the embedding, the final norm "
-                   "and, unless tied, the head")
-        c.ok()
+        _params_one(c, (label, fields), f"{label}: {fields}")
+    # any width, heads (KV heads dividing them), MLP width, depth, vocabulary and tying
+    each(c, _draw_fields, _params_one, n=25, stream=902)
     c.done()
+
+
+def _draw_fields(d):
+    heads = d.size(1, 128, small=16)
+    kv = d.choice([n for n in range(1, heads + 1) if heads % n == 0])
+    fields = dict(hidden_size=heads * 2 * d.size(1, 128, small=8),
+                  intermediate_size=d.size(1, 65_536, small=256),
+                  num_hidden_layers=d.size(1, 128, small=8), num_attention_heads=heads,
+                  num_key_value_heads=kv, vocab_size=d.size(1, 256_000, small=500),
+                  tie_word_embeddings=d.boolean())
+    return ("a drawn config", fields), f"a drawn config: {fields}"
+
+
+def _params_one(c, args, case):
+    """Check params_from_config on one dict of fields."""
+    __tracebackhide__ = True
+    label, fields = args
+    given = copy.deepcopy(fields)
+    got = c.call(given, case=case)
+    after = probe(f"the config after {case}", lambda: given)
+    if after != fields:
+        c.fail("the config dict was changed", case=case, hint="read the fields; do not "
+               "add, remove or change entries of the dict you are given")
+    if got is None:
+        c.fail("nothing was returned", case=case, hint="end with `return total`")
+    _python_int(c, got, case, "a whole number of parameters as a Python int",
+                "use // rather than / for divisions")
+    full = dict(fields, model_type="llama", max_position_embeddings=1)
+    want = count_params(config_from_dict(full))
+    if got != want:
+        for what, value in _param_variants(fields).items():
+            if what != "right" and got == value and value != want:
+                c.fail(f"the count is off by {got - want:+,}", case=label, expected=f"{want:,}",
+                       got=f"{got:,}", hint=_PARAM_HINTS[what])
+        c.fail(f"the count is off by {got - want:+,}", case=label, expected=f"{want:,}",
+               got=f"{got:,}", hint="per layer: q, k, v and output projections, three "
+               "SwiGLU matrices, two RMSNorm weights; then the embedding, the final norm "
+               "and, unless tied, the head")
+    c.ok()
 
 
 def _attention_flop_variants(T, C, causal):
@@ -157,25 +176,41 @@ def check_attention_flops(fn):
              (7, 16, True), (7, 16, False), (128, 64, True), (1024, 128, True), (1024, 128, False),
              (5, 768, None)]                    # None: the default, which is causal
     for T, C, causal in cases:
-        args = (T, C) if causal is None else (T, C, causal)
-        case = (f"attention_flops({T}, {C})" if causal is None
-                else f"attention_flops({T}, {C}, causal={causal})")
-        got = c.call(*args, case=case, none_hint="end with `return` and the count")
-        _python_int(c, got, case, "a Python int",
-                    "use // for the division by 2, or int(...) around the result")
-        variants = _attention_flop_variants(T, C, True if causal is None else causal)
-        want = variants.pop("right")
-        if got != want:
-            for what, value in variants.items():
-                if got == value and value != want:
-                    c.fail(f"the count is off by {got - want:+,}", case=case,
-                           expected=f"{want:,}", got=f"{got:,}", hint=_FLOP_HINTS[what])
-            c.fail(f"the count is off by {got - want:+,}", case=case, expected=f"{want:,}",
-                   got=f"{got:,}", hint="4C FLOPs per query-key pair (2C for the score, 2C for "
-                   "the weighted sum); causal: query t meets keys 0..t, T(T+1)/2 pairs; not "
-                   "causal: T x T pairs")
-        c.ok()
+        _flops_one(c, (T, C, causal))
+    # any length up to past Llama 3's 8,192 positions, any width up to 16,384
+    each(c, _draw_flops, lambda c, args, case: _flops_one(c, args), n=25, stream=903)
     c.done()
+
+
+def _draw_flops(d):
+    T = d.length(small=64, tables=(128, 1_024, 8_192))
+    C = d.size(1, 16_384, small=64)
+    causal = d.choice((True, False, None))
+    return (T, C, causal), None
+
+
+def _flops_one(c, args):
+    """Check attention_flops on one (T, d_model, causal); causal None: the default."""
+    __tracebackhide__ = True
+    T, C, causal = args
+    args = (T, C) if causal is None else (T, C, causal)
+    case = (f"attention_flops({T}, {C})" if causal is None
+            else f"attention_flops({T}, {C}, causal={causal})")
+    got = c.call(*args, case=case, none_hint="end with `return` and the count")
+    _python_int(c, got, case, "a Python int",
+                "use // for the division by 2, or int(...) around the result")
+    variants = _attention_flop_variants(T, C, True if causal is None else causal)
+    want = variants.pop("right")
+    if got != want:
+        for what, value in variants.items():
+            if got == value and value != want:
+                c.fail(f"the count is off by {got - want:+,}", case=case,
+                       expected=f"{want:,}", got=f"{got:,}", hint=_FLOP_HINTS[what])
+        c.fail(f"the count is off by {got - want:+,}", case=case, expected=f"{want:,}",
+               got=f"{got:,}", hint="4C FLOPs per query-key pair (2C for the score, 2C for "
+               "the weighted sum); causal: query t meets keys 0..t, T(T+1)/2 pairs; not "
+               "causal: T x T pairs")
+    c.ok()
 
 
 def _tiled(q, k, v, block, *, rescale_out=True, rescale_sum=True, local_mask=False, scale=True):
