@@ -378,7 +378,7 @@ counts = {}
 for piece, n in pieces.items():
     for pair in zip(piece[:5], piece[1:5]):
         counts[pair] = counts.get(pair, 0) + n
-return counts""", "only the first 5 ids of each piece were counted"),
+return counts""", "ids of each piece were counted"),
     Wrong("encode_piece", "merged as text", """\
 text = " ".join(map(str, ids))
 for k, (a, b) in enumerate(merges):

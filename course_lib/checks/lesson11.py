@@ -206,18 +206,27 @@ def _count_one(c, fn, pieces, case):
 
 
 def _count_hint(pieces, got, want):
-    """The hint for counts `got` that differ from `want`: the first usual mistake that gives them."""
-    hint = next((h for kw, h in _COUNT_HINTS if _count(pieces, **kw) == got != want), None)
-    if hint is not None:
-        return hint
+    """The hint for counts `got` that differ from `want`: every usual mistake that gives them
+    (on some inputs two give the same counts, and the hint cannot tell which was made)."""
+    found = [h for kw, h in _COUNT_HINTS if _count(pieces, **kw) == got != want]
     longest = max((len(p) for p in pieces), default=0)
-    for n in range(2, longest):
-        if _count({p[:n]: f for p, f in pieces.items()}) == got:
-            return (f"only the first {n} ids of each piece were counted: a piece can be as "
-                    f"long as a word (or longer), so count every neighbouring pair of the whole "
-                    f"piece, to its last id")
-    return ("count every adjacent pair (piece[i], piece[i + 1]) of every piece, adding the "
-            "piece's frequency each time")
+    first = next((n for n in range(2, longest) if _count(_cut(pieces, n)) == got), None)
+    if first is not None:
+        found.append(f"only the first {first} ids of each piece were counted: a piece can be "
+                     f"as long as a word (or longer), so count every neighbouring pair of the "
+                     f"whole piece, to its last id")
+    if len(found) > 1:
+        return "these counts fit more than one slip: " + "; or ".join(found)
+    return found[0] if found else ("count every adjacent pair (piece[i], piece[i + 1]) of every "
+                                   "piece, adding the piece's frequency each time")
+
+
+def _cut(pieces, n):
+    """The pieces cut to their first n ids, the counts of pieces that become equal added."""
+    cut = {}
+    for piece, f in pieces.items():
+        cut[piece[:n]] = cut.get(piece[:n], 0) + f
+    return cut
 
 
 def _draw_pieces(d):
@@ -665,6 +674,14 @@ def _draw_encode(d):
         merge = (d.choice(tokens), d.choice(tokens))
         if merge not in merges:
             merges.append(merge)
+    byte_merges = [m for m in merges if max(m) < 256]
+    if byte_merges and d.boolean(0.5):   # ids that hold a merge's digits beside its other id:
+        a, b = d.choice(byte_merges)     # 197 before 98 for (97, 98), or 97 before 981
+        digit = d.integer(1, 9)
+        near = ([int(f"{digit}{a}"), b] if d.boolean() else [a, int(f"{b}{digit}")])
+        if max(near) < 256:
+            at = d.integer(0, len(piece))
+            piece = piece[:at] + near + piece[at:]
     return (piece, merges), f"encode_piece({_shown(piece)}, merges={_shown(merges)})"
 
 
