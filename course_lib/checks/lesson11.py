@@ -478,16 +478,25 @@ def _merge_one(c, fn, ids, pair, new_id, case):
     __tracebackhide__ = True
     got = _ids(c, _call_unchanged(c, fn, (list(ids), pair, new_id), case,
                                   crash_hint=_crash(_MERGE_CRASH)), case)
-    want = merge_pair(ids, pair, new_id)
+    _same_ids(c, got, merge_pair(ids, pair, new_id), "the merged ids", case,
+              [(lambda wrong=wrong: wrong(list(ids), pair, new_id) if ids else None, h)
+               for wrong, h in _MERGE_HINTS],
+              lambda: _as_text(ids, pair, new_id), _TEXT_HINT,
+              "walk the ids from the left: where a neighbouring pair is the pair, emit new_id "
+              "and jump past both; otherwise emit the id and move on by one")
+
+
+def _same_ids(c, got, want, what, case, mistakes, as_text, text_hint, otherwise):
+    """Fail unless got == want, with the hint of the first (result, hint) of `mistakes` whose
+    result() is got, else text_hint when got is among as_text() (the ids merged as text), else
+    `otherwise`."""
+    __tracebackhide__ = True
     if got != want:
-        hint = next((h for wrong, h in _MERGE_HINTS if ids and wrong(list(ids), pair, new_id)
-                     == got != want), None)
-        if hint is None and got in _as_text(ids, pair, new_id):
-            hint = _TEXT_HINT
-        c.fail("the merged ids are not right", case=case, expected=want, got=got,
-               hint=hint or "walk the ids from the left: where a neighbouring pair is the "
-                            "pair, emit new_id and jump past both; otherwise emit the id "
-                            "and move on by one")
+        hint = next((h for wrong, h in mistakes if wrong() == got), None)
+        if hint is None and got in as_text():
+            hint = text_hint
+        c.fail(f"{what} are not right", case=case, expected=want, got=got,
+               hint=hint or otherwise)
     c.ok()
 
 
@@ -648,16 +657,11 @@ def _encode_one(c, fn, ids, merges, case):
     __tracebackhide__ = True
     got = _ids(c, _call_unchanged(c, fn, (list(ids), list(merges)), case,
                                   crash_hint=_crash(_ENCODE_CRASH)), case)
-    want = encode_with_ranks(ids, merges)
-    if got != want:
-        hint = next((h for wrong, h in _ENCODE_HINTS if wrong(list(ids), merges) == got), None)
-        if hint is None and got in _encode_as_text(ids, merges):
-            hint = _ENCODE_TEXT_HINT
-        c.fail("the encoded ids are not right", case=case, expected=want, got=got,
-               hint=hint or "while some adjacent pair has a merge, take the pair whose merge "
-                            "comes first in merges (rank k) and merge all its occurrences into "
-                            "256 + k")
-    c.ok()
+    _same_ids(c, got, encode_with_ranks(ids, merges), "the encoded ids", case,
+              [(lambda wrong=wrong: wrong(list(ids), merges), h) for wrong, h in _ENCODE_HINTS],
+              lambda: _encode_as_text(ids, merges), _ENCODE_TEXT_HINT,
+              "while some adjacent pair has a merge, take the pair whose merge comes first in "
+              "merges (rank k) and merge all its occurrences into 256 + k")
 
 
 _BYTE_TIERS = ((0, 9), (10, 99), (100, 255))
