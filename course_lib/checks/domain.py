@@ -31,8 +31,6 @@ import re
 
 import numpy as np
 
-from course_lib.checks.record import ReplayMismatch, seed
-
 # Characters of every class a text holds: letters small and capital, digits, punctuation,
 # spaces, tabs and line ends (CR LF as one unit too), NUL and other control characters, accented
 # letters of two bytes, combining marks, characters that normalisation changes, three-byte CJK
@@ -206,6 +204,7 @@ def each(c, draw, check_one, n, stream):
     On success c counts n more checks passed.
     """
     __tracebackhide__ = True
+    from course_lib.checks.record import ReplayMismatch, seed   # torch: only when checking
     rng = np.random.default_rng(seed(stream))
     before = c.passed
     for k in range(n):
@@ -223,6 +222,7 @@ def each(c, draw, check_one, n, stream):
 
 def _attempt(c, draw, check_one, choices):
     """(the failure, or None, and the choices actually used) for the input `choices` make."""
+    from course_lib.checks.record import ReplayMismatch
     d = Draw(prefix=choices)
     example, case = draw(d)
     count = c.passed
