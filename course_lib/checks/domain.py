@@ -19,13 +19,15 @@ counts the inputs that passed before it, never the tries the shrinking made.
 
 Why not Hypothesis itself, which draws and shrinks this way and better: the grader replays a
 check in another process than the one that recorded it (course_lib.checks.record), so the
-inputs must be a function of the seed alone. Hypothesis 6 also draws, now and then, constants
-it reads from the source of the modules a process has loaded (a learner's helper module
-changes what `@seed(7)` draws; tests/test_domain.py shows the kind of input this would
-change), writes a `.hypothesis/` folder into the working directory, and shrinks without a
-bound on the number of calls, each of which a grading records. The drawer here is a few dozen
-lines, draws from NumPy's generator alone, and stops shrinking after a fixed number of calls,
-never after a time, so that a record and its replay take the same path.
+inputs must be a function of the seed alone, and Hypothesis 6 (6.170 tried) also draws, now and
+then, constants it reads from the source of the modules a process has loaded: importing a
+module that holds `MAGIC = 987654` changed what `@seed(7)` drew from `integers(0, 10**6)`, and
+987654 was among the draws. It also wrote a `.hypothesis/` folder into the working directory,
+shrinks without a bound on the number of calls (each of which a grading records), and took 3 s
+to build its Unicode tables the first time a process drew text. The drawer here is a few dozen
+lines, draws from NumPy's generator alone (tests/test_domain.py asserts that a loaded module
+changes nothing), and stops shrinking after a fixed number of calls, never after a time, so
+that a record and its replay take the same path.
 """
 import re
 
