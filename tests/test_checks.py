@@ -154,3 +154,39 @@ def test_an_odd_return_value_gets_feedback_not_a_crash(name, kind):
         checker(name)(fn)
     message = str(failure.value)
     assert message.startswith(f"Exercise '{name}': ") and "\nHint: " in message, message
+
+
+def test_a_float16_failure_shows_the_difference():
+    """Issue 44: 3,000 float16 weights of about 0.0003 printed as identical zeros; now with four
+    significant digits, and the worst weight in units in the last place."""
+    wrong = next(w for w in WRONG if w.name == "float16 computed in float16, the long sum stalls")
+    status, message = replayed("softmax", function_from("softmax", wrong.body))
+    expected = message.split("expected: ", 1)[1].split("\n  got:", 1)[0]
+    got = message.split("got:      ", 1)[1].split("\nHint:", 1)[0]
+    assert status == "failed" and expected != got and "0.0003333" in expected
+    assert "units in the last place of float16" in message
+
+
+# Issue 44: twelve wrong answers a class wrote that passed every named case, each right on the
+# examples and wrong somewhere in the domain the lesson states. The drawn inputs must catch each
+# under every grading seed, not only under the one test_wrong_answer_gets_its_hint uses.
+ISSUE_44 = [("best_pair", "ties by a * 1000 + b"), ("best_pair", "ties by a + b / 1000"),
+            ("best_pair", "ties by the float 'a.b'"), ("best_pair", "ties by zero-padded text"),
+            ("count_pairs", "the first five ids of each piece"),
+            ("encode_piece", "merged as text"), ("decode_tokens", "lower-cased"),
+            ("decode_tokens", "NUL stripped"), ("decode_tokens", "CR LF as LF"),
+            ("prefix_lm_mask", "a 256 x 256 table, sliced (issue 44)"),
+            ("grouped_query_attention", "a global 256 x 256 mask, sliced (issue 44)"),
+            ("tiled_attention", "running maximum starts at -1e30 (issue 44)")]
+
+
+@pytest.mark.parametrize("exercise, name", ISSUE_44, ids=[f"{e}-{n}" for e, n in ISSUE_44])
+def test_issue_44_answers_fail_under_every_grading_seed(exercise, name):
+    from course_lib.checks.record import recording
+    from course_lib.grading.replay import outcome
+    wrong = next(w for w in WRONG if (w.exercise, w.name) == (exercise, name))
+    fn = function_from(exercise, wrong.body)
+    for base in range(20):
+        with recording(1_000_003 * base + 17):
+            status, message = outcome(checker(exercise), fn)
+        assert status == "failed" and wrong.hint in message, (base, message)

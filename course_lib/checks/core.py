@@ -40,11 +40,33 @@ def show(x, rows=4, cols=6):
     elif cut.ndim == 1:
         cut = cut[:rows * cols]
     text = np.array2string(cut, precision=3, suppress_small=True, threshold=rows * cols,
-                           separator=", ").replace("\n", "\n            ")
+                           separator=", ", formatter=_small_floats(cut)
+                           ).replace("\n", "\n            ")
     if cut.shape != shape:
         where = "[" + ", ".join(["0"] * max(x.ndim - 2, 0) + [":"] * min(x.ndim, 2)) + "]"
         text += f"\n            (the first rows and columns of {where}, of shape {shape})"
     return text
+
+
+def _significant(v):
+    """A float with four significant digits: 0.0003342, 1.604, 3.162e+16, inf."""
+    v = float(v)
+    if not np.isfinite(v) or v == 0 or 1e-4 <= abs(v) < 1e6:
+        return np.format_float_positional(v, precision=4, unique=True, fractional=False,
+                                          trim=".")
+    return np.format_float_scientific(v, precision=3, unique=False)
+
+
+def _small_floats(cut):
+    """A formatter for an array some of whose values three decimals would show as 0 (3,000
+    float16 weights of about 0.0003 each): every value with four significant digits, so that an
+    expected and a got that differ show differently. None (NumPy's own) otherwise."""
+    if cut.dtype.kind != "f" or not cut.size:
+        return None
+    finite = np.abs(cut[np.isfinite(cut) & (cut != 0)])
+    if not finite.size or finite.min() >= 5e-4:
+        return None
+    return {"float_kind": _significant}
 
 
 def tolerance(dtype):
