@@ -178,11 +178,12 @@ def causal_saving(causal_seconds, full_seconds):
                 f"the key blocks the mask hides (about 0.5x would mean it skips all of them)")
     if ratio <= 0.9:
         return (f"the causal call took {ratio:.2f}x the unmasked call's time: somewhat less, "
-                f"though skipping every hidden key block would give about 0.5x (other work on "
-                f"the machine blurs timings this short)")
+                f"though skipping every hidden key block would give about 0.5x (the kernel "
+                f"skipped some of the hidden key blocks, not all: how many depends on the CPU "
+                f"and the kernel PyTorch picks, more than on the machine's load)")
     return (f"the causal call took {ratio:.2f}x the unmasked call's time: at this length, on "
-            f"this machine, skipping the hidden key blocks did not show (other work on the "
-            f"machine, or a kernel that computes them all)")
+            f"this machine, skipping the hidden key blocks did not show (a kernel that computes "
+            f"them all, or calls too short to tell apart)")
 
 
 # ---------------------------------------------------------------------------
