@@ -19,6 +19,13 @@ def _one_thread():
     torch.set_num_threads(n)
 
 
+@pytest.fixture(autouse=True)
+def _hints_kept_apart(tmp_path_factory, monkeypatch):
+    """Each test's hint() remembers what it showed in a folder of its own, never in the home of
+    whoever runs the tests (course_lib.checks.hints.state_file), so no test sees another's hints."""
+    monkeypatch.setenv("COURSE_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+
+
 def tiny_model(seed=0, **overrides):
     """A seeded TinyLM of the TINY shape, with any field overridden."""
     torch.manual_seed(seed)

@@ -150,7 +150,7 @@ def test_a_chosen_hint_and_bad_requests(capsys):
 def test_solution_shows_the_lessons_own_answer(lesson, name, source, capsys):
     solution(name)
     out = capsys.readouterr().out
-    assert f"from notebooks/{lesson}" in out and "The check still runs" in out
+    assert f"lesson {lesson}'s solved copy" in out and "The check still runs" in out
     shown = out.split("\n", 1)[1]
     for line in source.splitlines():
         if line.strip() not in (BEGIN, END):

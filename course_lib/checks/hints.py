@@ -56,6 +56,12 @@ def shown_before(name):
     return max(_shown.get(name, 0), _stored().get(_folder(), {}).get(name, 0))
 
 
+def help_taken(name):
+    """(the highest hint of `name` shown in this folder, whether its solution was shown in this
+    kernel): what a check reports as help taken (course_lib.checks.report)."""
+    return shown_before(name), name in _solutions_shown
+
+
 def _remember(name, k):
     """Note that hint k of `name` was shown, in this kernel and in the state file (atomically).
     Where the file cannot be written, say so once: hints then count from 1 after a restart."""
@@ -122,8 +128,9 @@ def hint_text(name, k, hints):
 
 def solution_intro(name, lesson):
     """The line solution(name) prints above the reference answer."""
-    return (f"The reference answer to '{name}', from notebooks/{lesson}. The check still runs on "
-            f"the function you write: type it into the exercise cell, run it, then run the check.")
+    return (f"The reference answer to '{name}' (lesson {lesson}'s solved copy, as the course ships "
+            f"it). The check still runs on the function you write: type it into the exercise cell, "
+            f"run it, then run the check.")
 
 
 def solution_source(name, path=SOLUTIONS):

@@ -252,12 +252,12 @@ def send(where, data):
 
 
 def _help_taken(exercise):
-    """(highest hint shown, solution shown) for `exercise` in this kernel (course_lib.checks.hints)."""
+    """(highest hint shown in this folder, solution shown in this kernel) for `exercise`
+    (course_lib.checks.hints.help_taken)."""
     hints = sys.modules.get("course_lib.checks.hints")
     if hints is None:   # never imported: no help asked for
         return 0, False
-    return (int(getattr(hints, "_shown", {}).get(exercise, 0)),
-            exercise in getattr(hints, "_solutions_shown", ()))
+    return hints.help_taken(exercise)
 
 
 def _direct():
