@@ -203,6 +203,25 @@ def test_the_markdown_shows_every_choice_and_never_the_answer(qid):
         assert "Answer with a number" in text or "Answer with the exact number" in text
 
 
+# Prompts changed here for issue 46 that the lesson's owner copies into the notebook when
+# re-saving it (notebooks 06 and 07 are developer E's); until then their cells show the old one.
+PROMPT_AWAITING_ITS_NOTEBOOK = {"06-warmup", "07-speedup"}
+
+
+@pytest.mark.parametrize("qid", [
+    pytest.param(qid, marks=pytest.mark.xfail(reason="the lesson's owner copies the new prompt"))
+    if qid in PROMPT_AWAITING_ITS_NOTEBOOK else qid for qid in IDS])
+def test_the_lesson_shows_the_prompt_the_grader_judges(qid):
+    """The question's markdown cell in the solved lesson and in the working copy is the
+    question's own markdown: the learner reads the question whose answers are judged."""
+    for folder in ("notebooks", "exercises"):
+        nb = read(ROOT / folder / LESSON_OF[qid[:2]].name)
+        shown = [c.source for c in nb.cells
+                 if "question-prompt" in c.metadata.get("tags", [])
+                 and c.source.startswith(f"**{qid}.**")]
+        assert shown == [QUESTIONS[qid].markdown(qid)], f"{folder}: {qid}"
+
+
 @pytest.mark.parametrize("qid", IDS)
 def test_the_answer_written_into_the_notebook_is_right(qid, capsys):
     """What the insertion puts into the lesson's question cell, as code, passes."""

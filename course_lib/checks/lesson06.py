@@ -939,8 +939,8 @@ QUESTIONS = {
         },
         right="b"),
     "06-warmup": Number(
-        prompt="Section 7's schedule: `max_lr` = 2e-3, 20 warm-up steps, 160 steps in all, "
-               "`min_lr_ratio` = 0.1; step 0 got 1.00e-04 and step 19 got 2.00e-03. What "
+        prompt="Section 7's CPU schedule: `max_lr` = 2e-3, 20 warm-up steps, 160 steps in "
+               "all, `min_lr_ratio` = 0.1; step 0 got 1.00e-04 and step 19 got 2.00e-03. What "
                "learning rate does step 9 get?",
         after="### Exercise 4: the learning-rate schedule",
         value=1e-3, tolerance=1e-6,

@@ -524,8 +524,9 @@ QUESTIONS = {
         otherwise="multiply the five factors of the formula."),
     "07-speedup": Choice(
         prompt="For 384 new tokens the uncached run processes about 200 times as many "
-               "positions as the cached one, yet section 4 measured the cache only a few times "
-               "faster. What did it find as the reason?",
+               "positions as the cached one, yet section 4 measured the cached run far less "
+               "than 200 times faster (a few times on a CPU, hardly at all on a GPU at batch "
+               "1). What did it find as the reason?",
         after="## 4. What the cache buys: time per token",
         choices={
             "a": ("reading the cache from memory is slower than recomputing it",

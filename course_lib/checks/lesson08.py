@@ -493,19 +493,21 @@ QUESTIONS = {
                (327_680, 327_680, "that is in bytes; the question asks KiB (1,024 bytes).")),
         otherwise="multiply 2 × layers × KV heads × head size × bytes, then divide by 1,024."),
     "08-swiglu-lag": Choice(
-        prompt="In the short ablation the SwiGLU row ends above the baseline. The lesson "
-               "tested one explanation, that SwiGLU's MLP starts about 8 times quieter than "
-               "the GELU MLP. What did its test show?",
+        prompt="In the runs saved with the lesson, the SwiGLU row of the short ablation ended "
+               "above the baseline for every seed. The lesson tested one explanation, that "
+               "SwiGLU's MLP starts about 8 times quieter than the GELU MLP. What did its test "
+               "show in those runs?",
         after="## 6. The ablation: one swap at a time",
         choices={
             "a": ("scaled to start as loud as the GELU MLP, SwiGLU closed most of the gap",
-                  "the lesson's scaled runs do not show that: compare their final losses with "
-                  "the unscaled SwiGLU row's and with the baseline's."),
+                  "the scaled runs saved with the lesson do not show that: compare their final "
+                  "losses with the unscaled SwiGLU row's and with the baseline's."),
             "b": ("scaled to start as loud, SwiGLU ended where it did: the quiet start is not "
                   "the reason, and why it lags here is open",
-                  "the scaled runs closed none of the gap; what the runs do show is SwiGLU "
-                  "staying longer on a plateau near 3.1 nats, and the lesson leaves the cause "
-                  "open."),
+                  "in the saved runs the scaled ones closed none of the gap; what those runs do "
+                  "show is SwiGLU staying longer on a plateau near 3.1 nats, and the lesson "
+                  "leaves the cause open (your own run, on another machine or a GPU, may "
+                  "differ: its printed lines say what it showed)."),
             "c": ("it has many more parameters, so it learns more slowly",
                   "with d_ff = 171 it has slightly fewer parameters than the GELU MLP "
                   "(119,552 against 120,064 in the model)."),
