@@ -2,7 +2,7 @@
 view in Chromium.
 
 A JupyterHub (from PyPI) with configurable-http-proxy (from npm) starts here on 127.0.0.1 with
-the live view turned on by the configuration docs/hub-live.md shows, read from that page. Three
+the live view turned on by the configuration docs/hub.md shows, read from that page. Three
 learners each get a single-user server (JupyterHub's SimpleLocalProcessSpawner: one Unix user,
 each learner a hub user with a home and a token of their own) and run lesson 00's exercise and
 check cells, from exercises/00_start_here.ipynb with answers filled in, in a kernel of their
@@ -72,17 +72,17 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 
 def docs_config():
-    """The hub configuration docs/hub-live.md gives for the live view, as written there."""
-    page = (ROOT / "docs" / "hub-live.md").read_text(encoding="utf-8")
+    """The hub configuration docs/hub.md gives for the live view, as written there."""
+    page = (ROOT / "docs" / "hub.md").read_text(encoding="utf-8")
     blocks = [b for b in re.findall(r"^```python\n(.*?)^```", page, re.M | re.S) if "course_lib.live" in b]
-    assert len(blocks) == 1, "docs/hub-live.md should show the hub's configuration in one block"
+    assert len(blocks) == 1, "docs/hub.md should show the hub's configuration in one block"
     return blocks[0]
 
 
 def _set(config, name, value):
     """`config` with the value of its line `name = ...` replaced (the settings the guide asks for)."""
     found = re.subn(rf"^{name} = .*$", f"{name} = {value!r}", config, count=1, flags=re.M)
-    assert found[1] == 1, f"docs/hub-live.md's configuration has no line '{name} = ...'"
+    assert found[1] == 1, f"docs/hub.md's configuration has no line '{name} = ...'"
     return found[0]
 
 
