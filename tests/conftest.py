@@ -5,6 +5,8 @@ import pytest
 import torch
 
 from course_lib.model import ModelConfig, TinyLM
+# The classroom on a real JupyterHub, one per session: tests/test_hub.py and tests/test_live_hub.py share it
+from hub_classroom import classroom, hub  # noqa: F401  (the fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(vocab_size=256, max_len=16, d_model=32, n_heads=4, n_layers=2)
