@@ -146,10 +146,11 @@ class Hub:
         return (self.folder / "hub.log").read_text(errors="replace")
 
     def restart(self):
-        """Stop the hub and start it again on the same configuration and database, as
-        `tljh-config reload hub` does: the proxy and the managed services start anew, and the
-        learners' servers keep running (cleanup_servers is off, as on TLJH)."""
-        end_hub_process(self, spare_learners=True)
+        """Stop the hub and start it again on the same configuration and database: the proxy,
+        the managed services and the learners' servers stop with it (cleanup_servers: the hub
+        that started a server reaps it) and the first two start anew; tokens, cookies and the
+        learners' homes are kept."""
+        end_hub_process(self)
         launch(self)
 
 
@@ -339,7 +340,7 @@ c.ConfigurableHTTPProxy.auth_token = cfg["proxy_token"]
 c.JupyterHub.db_url = "sqlite:///" + cfg["folder"] + "/jupyterhub.sqlite"
 c.JupyterHub.cookie_secret_file = cfg["folder"] + "/jupyterhub_cookie_secret"
 c.JupyterHub.pid_file = cfg["folder"] + "/jupyterhub.pid"
-c.JupyterHub.cleanup_servers = False             # as TLJH: a restart leaves the servers running
+c.JupyterHub.cleanup_servers = True
 c.JupyterHub.last_activity_interval = 2          # read the proxy's activity every 2 s
 c.JupyterHub.authenticator_class = "dummy"
 c.DummyAuthenticator.password = cfg["password"]
@@ -458,10 +459,9 @@ def _kill_if_same(pid, started):
         pass
 
 
-def end_hub_process(hub, under=None, spare_learners=False):
-    """SIGTERM the hub, which stops its proxy and managed services, then SIGKILL whatever of its
-    processes (`under` too) outlived it; with `spare_learners`, only those that run as this
-    test's own user (the proxy, the services), never the learners' servers."""
+def end_hub_process(hub, under=None):
+    """SIGTERM the hub, which stops its proxy, managed services and servers, then SIGKILL
+    whatever of its processes (and of `under`) outlived it."""
     under = {**(under or {}), **_descendants(hub.process.pid)}
     if hub.process.poll() is None:
         hub.process.send_signal(signal.SIGTERM)
@@ -471,11 +471,6 @@ def end_hub_process(hub, under=None, spare_learners=False):
             hub.process.kill()
             hub.process.wait()
     for pid, started in under.items():
-        try:
-            if spare_learners and Path(f"/proc/{pid}").stat().st_uid != os.getuid():
-                continue
-        except OSError:
-            continue
         _kill_if_same(pid, started)
 
 

@@ -82,10 +82,12 @@ def test_the_instructor_sees_each_state_in_chromium_and_a_learner_gets_403(hub, 
             teacher = _signed_in(browser, hub, INSTRUCTOR)
             page = teacher.new_page()
             page.goto(view)
-            grid = _until("every learner's state in the grid", lambda: (
-                _grid(page) if _grid(page) == expected else None),
+            # (a learner with a server but no check has an empty row: dee's, until the service
+            # next asks the hub who has a server running, 15 s at most after the culler stopped it)
+            grid = _until("every learner's state in the grid", lambda: (lambda grid: (
+                grid if _checked(grid) == expected else None))(_grid(page)),
                 shown=lambda: f"{page.url}\n{page.inner_text('body')}")
-            assert grid == expected
+            assert all(not any(cells) for name, cells in grid.items() if name not in expected)
             stuck = page.inner_text("#stuck")
             assert re.search(r"00 text_to_ids\s+2 failing now, 1 passed", stuck), stuck
             assert f"2 × {reason}" in stuck, (reason, stuck)
@@ -116,7 +118,7 @@ def test_the_instructor_sees_each_state_in_chromium_and_a_learner_gets_403(hub, 
 
             # the hub and its service restarted: the open page shows the same session, and the
             # next event joins it
-            before = page.inner_text("#grid")
+            before = _checked(_grid(page))
             session = _csv(teacher, view)[1][0]
             hub.restart()
             passed = {"lesson": "00", "exercise": "text_to_ids", "passed": True, "kind": None,
@@ -124,7 +126,7 @@ def test_the_instructor_sees_each_state_in_chromium_and_a_learner_gets_403(hub, 
             assert post(hub.live_events, hub.token_for(hub.learner("cy")), passed).startswith("sent:")
             _until("cy's pass after the restart", lambda: _grid(page).get(cy, [None])[0] == "✓h1",
                    shown=lambda: page.inner_text("body"))
-            assert page.inner_text("#grid").replace("✓h1", "✗h1", 1) == before
+            assert _checked(_grid(page)) == {**before, cy: ["✓h1", *before[cy][1:]]}
             assert "not updating" not in page.inner_text("#status")
             rows = _csv(teacher, view)
             assert {row[0] for row in rows[1:]} == {session}
@@ -136,7 +138,7 @@ def test_the_instructor_sees_each_state_in_chromium_and_a_learner_gets_403(hub, 
             page.click("text=Start a new session")
             _until("the new session", lambda: f"session {int(session) + 1} since" in
                    page.inner_text("#status"))
-            assert all(cells == [] for cells in _grid(page).values())
+            assert _checked(_grid(page)) == {}
             assert f"session {session} (" in page.inner_text("#sessions")
             assert len(_csv(teacher, view)) == 1                    # the header alone
         finally:
@@ -161,6 +163,11 @@ def _grid(page):
     return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('#grid tbody tr')]
         .map(tr => [tr.querySelector('th').textContent,
                     [...tr.querySelectorAll('td')].map(td => td.textContent)]))""")
+
+
+def _checked(grid):
+    """The grid's rows of learners who checked something (the others' rows are empty)."""
+    return {name: cells for name, cells in grid.items() if any(cells)}
 
 
 def _csv(context, view):
