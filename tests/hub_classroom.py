@@ -2,7 +2,8 @@
 one hub (tests/hub_fixture.py) with the live view turned on by the configuration docs/hub.md
 gives, and one run of lesson 00 by its learners. Its fixtures, `hub` and `classroom`, are
 session-scoped (tests/conftest.py provides them), so both test files share the hub and what its
-learners did: `make test-browser` runs the two files in one pytest process for that.
+learners did: conftest.py's ONE_PROCESS keeps the two files on one test process for that, and
+the hub stops after the last test that uses it.
 
 The learners, each a Unix user: ada, bob and cy log in through the hub's form, start their
 servers, follow the nbgitpuller link that `python -m course_lib.hub links` prints for lesson 00
@@ -16,6 +17,7 @@ last cell of each kernel waits until its last event is sent. dee starts a server
 lesson 00's measured peak, CPU_LIMIT 2).
 """
 import concurrent.futures
+import contextlib
 import os
 import re
 import time
@@ -71,17 +73,34 @@ def classroom_config():
                      extra_config=live_configuration(port)), port
 
 
+_RUNNING = []   # the running hub's context, closed by stop_after() or at the session's end
+
+
 @pytest.fixture(scope="session")
 def hub():
-    """The classroom's hub (a Hub; hub.live_events: where kernels post), running until the session ends."""
+    """The classroom's hub (a Hub; hub.live_events: where kernels post), running until the last
+    test that uses it ends (stop_after)."""
     reason = missing()
     if reason:
         pytest.skip(reason)
     config, port = classroom_config()
-    with running_hub(config) as running:
-        running.live_events = f"http://127.0.0.1:{port}/services/{LIVE}/api/events"
-        _wait_for_the_live_view(running)
-        yield running
+    with contextlib.ExitStack() as running:
+        _RUNNING.append(running)
+        hub = running.enter_context(running_hub(config))
+        hub.live_events = f"http://127.0.0.1:{port}/services/{LIVE}/api/events"
+        _wait_for_the_live_view(hub)
+        yield hub
+
+
+def stop_after(item, nextitem):
+    """Stop the hub, and everything it started, after the last of the tests that use it rather
+    than at the session's end: under make test-browser, the test process that ran them goes on
+    to run lessons (tests/conftest.py calls this after each test)."""
+    def uses(test):
+        return "hub" in getattr(test, "fixturenames", ())
+    if uses(item) and not uses(nextitem):
+        while _RUNNING:
+            _RUNNING.pop().close()
 
 
 def _wait_for_the_live_view(hub, timeout=120):
