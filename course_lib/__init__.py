@@ -21,6 +21,7 @@ Modules, one concept each, and the lessons that use them:
     train       the training command (also under torchrun)                    (tooling)
     exercises   makes exercises/ from notebooks/                              (tooling)
     hub         nbgitpuller links; a JupyterHub's CPU and memory limits       (tooling, all lessons)
+    live        the instructors' live view of a lab: a JupyterHub service     (tooling, on a hub)
     grading     grades a learner's notebook, or a class's, under nbval        (tooling)
 """
 __version__ = "0.1.0"

@@ -10,22 +10,21 @@ repository of the working tree, the idle culler as a managed service, and a serv
 admin scopes for the test itself. Everything runs on 127.0.0.1 and is shut down at the end:
 servers, hub, proxy, services, every process of the test's users, the users and their homes.
 
-Use it from a test module (tests/test_hub.py does):
+`running_hub(HubConfig(...))` is the one way the tests start a hub; what it starts beyond the
+default (learners, the culler's limits, managed services and roles, lines of configuration) is
+the HubConfig's:
 
-    from hub_fixture import HubConfig, hub  # noqa: F401  (hub is the fixture)
-
-    @pytest.fixture(scope="module")
-    def hub_config():          # optional: the default is HubConfig()
-        return HubConfig(services=[{"name": "live", "command": [...], "url": ...}],
-                         roles=[{"name": "live", "scopes": [...], "services": ["live"]}])
-
-    def test_something(hub):
+    with running_hub(HubConfig(learners=("ada", "bob"), extra_config=...)) as hub:
         hub.url, hub.learners[0].name, hub.api("GET", "/users"), hub.login(hub.learners[0])
+
+tests/hub_classroom.py runs the classroom that tests/test_hub.py and tests/test_live_hub.py share
+(one hub, with the live view turned on), as session fixtures; Browser and Kernel (below) act as a
+learner in a browser.
 
 It needs root (to make Unix users), jupyterhub, nbgitpuller and jupyterhub-idle-culler in this
 Python (binder/hub.txt), configurable-http-proxy (found on PATH, in $CONFIGURABLE_HTTP_PROXY or
-in .venv/node/; `bash .ci/hub-setup` installs both), git and Node.js; without one of them the
-tests that use the fixture are skipped and say which.
+in .venv/node/; `bash .ci/hub-setup` installs both), git and Node.js; `missing()` says which of
+them is not there.
 """
 import contextlib
 import dataclasses
@@ -43,8 +42,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
-
 from course_wheel import ROOT, build_wheel, copy_tree, install_wheel
 
 PASSWORD = "course-hub-test"
@@ -57,10 +54,12 @@ CHP_HELP = "bash .ci/hub-setup (npm install configurable-http-proxy into .venv/n
 
 @dataclasses.dataclass
 class HubConfig:
-    """What a test module's hub has beyond the default: its learners, the idle culler's limits,
-    extra managed services and roles (JupyterHub's `services` and `load_roles` entries), and
-    lines of jupyterhub_config.py appended last (e.g. `c.Spawner.environment["X"] = "1"` for
-    every learner's server and kernels). `limits` sets a learner's Spawner mem_limit /
+    """What a hub has beyond the default: its learners, the idle culler's limits, extra managed
+    services and roles (JupyterHub's `services` and `load_roles` entries), and lines of
+    jupyterhub_config.py appended last (e.g. `c.Spawner.environment["X"] = "1"` for every
+    learner's server and kernels; they may read the fixture's settings, `cfg`: cfg["python"] is
+    the learners' Python, cfg["folder"] the hub's folder, cfg["env"] what that Python needs in
+    its environment). `limits` sets a learner's Spawner mem_limit /
     cpu_limit (what a hub's spawner passes as MEM_LIMIT / CPU_LIMIT), e.g. {"cy": {"mem_limit": "64M"}};
     the learners' hub and Unix names get a tag of the run's own (ada-1a2b), so that two runs at
     once never share a user.
@@ -145,6 +144,14 @@ class Hub:
 
     def log(self):
         return (self.folder / "hub.log").read_text(errors="replace")
+
+    def restart(self):
+        """Stop the hub and start it again on the same configuration and database: the proxy,
+        the managed services and the learners' servers stop with it (cleanup_servers: the hub
+        that started a server reaps it) and the first two start anew; tokens, cookies and the
+        learners' homes are kept."""
+        end_hub_process(self)
+        launch(self)
 
 
 # ------------------------------------------------------------------ what the hub needs
@@ -394,21 +401,26 @@ def start_hub(config, folder, python, env, repo, learners):
     }
     text = CONFIG.format(settings=json.dumps(settings)) + config.extra_config
     (folder / "jupyterhub_config.py").write_text(text, encoding="utf-8")
-    log = open(folder / "hub.log", "wb")
-    process = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(folder / "jupyterhub_config.py")],
-                               cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    log.close()
     hub = Hub(url=settings["url"], api_url=settings["url"] + "/hub/api", token=token,
-              learners=learners, repo=repo, folder=folder, python=str(python),
-              process=process)
+              learners=learners, repo=repo, folder=folder, python=str(python))
+    launch(hub)
+    return hub
+
+
+def launch(hub):
+    """Start jupyterhub on the configuration in hub.folder (hub.process); return once its API answers."""
+    with open(hub.folder / "hub.log", "ab") as log:
+        hub.process = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", "jupyterhub_config.py"],
+                                       cwd=hub.folder, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
     deadline = time.monotonic() + READY_TIMEOUT
     import requests
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"jupyterhub exited with {process.returncode}:\n{hub.log()[-6000:]}")
+        if hub.process.poll() is not None:
+            raise AssertionError(f"jupyterhub exited with {hub.process.returncode}:\n{hub.log()[-6000:]}")
         try:
             if hub.api("GET", "/").status_code == 200:
-                return hub
+                return
         except requests.ConnectionError:
             pass
         time.sleep(0.3)
@@ -447,18 +459,11 @@ def _kill_if_same(pid, started):
         pass
 
 
-def stop_hub(hub):
-    """Stop every learner's server, then the hub (which stops its proxy and managed services),
-    then whatever of the hub's processes outlived it; the test's users' processes are stopped
-    with the users (remove_user)."""
-    under = _descendants(hub.process.pid)
+def end_hub_process(hub, under=None):
+    """SIGTERM the hub, which stops its proxy, managed services and servers, then SIGKILL
+    whatever of its processes (and of `under`) outlived it."""
+    under = {**(under or {}), **_descendants(hub.process.pid)}
     if hub.process.poll() is None:
-        for learner in hub.learners:
-            try:
-                hub.api("DELETE", f"/users/{learner.name}/server")
-            except Exception:  # the hub is going anyway; the users' processes are stopped later
-                pass
-        under.update(_descendants(hub.process.pid))
         hub.process.send_signal(signal.SIGTERM)
         try:
             hub.process.wait(timeout=60)
@@ -467,6 +472,19 @@ def stop_hub(hub):
             hub.process.wait()
     for pid, started in under.items():
         _kill_if_same(pid, started)
+
+
+def stop_hub(hub):
+    """Stop every learner's server, then the hub and whatever of its processes outlived it; the
+    test's users' processes are stopped with the users (remove_user)."""
+    under = _descendants(hub.process.pid)
+    if hub.process.poll() is None:
+        for learner in hub.learners:
+            try:
+                hub.api("DELETE", f"/users/{learner.name}/server")
+            except Exception:  # the hub is going anyway; the users' processes are stopped later
+                pass
+    end_hub_process(hub, under)
 
 
 @contextlib.contextmanager
@@ -490,16 +508,6 @@ def running_hub(config):
         for learner in learners:
             remove_user(learner.name)
         shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def hub(hub_config):
-    """A running hub (a Hub), shut down with everything it started when the module's tests end."""
-    reason = missing()
-    if reason:
-        pytest.skip(reason)
-    with running_hub(hub_config) as running:
-        yield running
 
 
 # ------------------------------------------------------------------ a learner's browser

@@ -1,4 +1,5 @@
-"""The course on a real JupyterHub, as a classroom lab runs it (tests/hub_fixture.py sets it up).
+"""The course on a real JupyterHub, as a classroom lab runs it: tests/hub_classroom.py sets up the
+hub and its learners' work, which tests/test_live_hub.py looks at too.
 
 Four learners, each a Unix user, log in through the hub's form and start their servers. Three
 of them follow the nbgitpuller link that `python -m course_lib.hub links` prints for lesson 00:
@@ -8,91 +9,24 @@ with every exercise answered rightly, then one wrong answer and its check again,
 kernel's websocket as JupyterLab does. The fourth stays idle, and the idle culler stops its
 server while the others work. A learner cannot open another's server. One learner's server has
 the limits a hub's spawner passes (MEM_LIMIT below lesson 00's measured peak, CPU_LIMIT 2).
-"""
-import concurrent.futures
-import re
-import time
 
-import nbformat
+`make test-browser` runs it, with tests/test_live_hub.py in the same process (one hub for both);
+`make test` skips it in one line.
+"""
+import re
+
 import pytest
 import requests
 
-from answers import REFERENCE, WRONG
 from course_lib import hub as course_hub
 from course_lib.exercises import exercises
-from hub_fixture import Browser, HubConfig, hub  # noqa: F401  (hub: the fixture)
-from notebook_tools import fill, replace_stub
+from hub_classroom import FOLDER, IDLE, LESSON, LIMITED, WORKERS, hub_test, text
 
-LESSON = "00_start_here.ipynb"
-FOLDER = "course"                 # the folder the course is pulled into, in each learner's home
-WORKERS = ("ada", "bob", "cy")    # the learners who run lesson 00
-IDLE = "dee"                      # the learner who does nothing after starting a server
-WRONG_ANSWER = next(w for w in WRONG if w.exercise == "text_to_ids" and w.inject)
-LIMITED = {"mem_limit": 64 * 2**20, "cpu_limit": 2}   # cy's server's limits
-
-
-@pytest.fixture(scope="module")
-def hub_config():
-    return HubConfig(learners=(*WORKERS, IDLE), cull_timeout=30, limits={"cy": LIMITED})
-
-
-def code_cells(nb):
-    return [cell.source for cell in nb.cells if cell.cell_type == "code"]
-
-
-def text(outputs, name=None):
-    """The streams' text of some outputs (of stream `name` only, when given)."""
-    return "".join(o["text"] for o in outputs if o["output_type"] == "stream" and name in (None, o["name"]))
+hub_test("the hub test")
 
 
 def errors(outputs):
     return [o for o in outputs if o["output_type"] == "error"]
-
-
-def work_through_lesson_00(hub, learner):
-    """A learner's session: log in, start the server, follow lesson 00's link, run the working
-    copy with right answers, then a wrong one. What each step showed."""
-    browser = Browser(hub, learner)
-    browser.spawn()
-    link = course_hub.lesson_link(hub.url, hub.repo, LESSON, branch="main", folder=FOLDER)
-    events, opened = browser.pull(link)
-    assert events and events[-1].get("phase") == "finished", f"{learner.name}'s pull: {events}"
-    path = f"{FOLDER}/exercises/{LESSON}"
-    found = browser.api("GET", f"contents/{path}")
-    found.raise_for_status()
-    working_copy = nbformat.from_dict(found.json()["content"])
-    answered = fill(working_copy, {name: REFERENCE[name] for name, _, _ in exercises(working_copy)})
-    kernel = browser.kernel(path)
-    try:
-        ran = [kernel.run(source) for source in code_cells(answered)]
-        where = kernel.run("import course_lib, course_lib.paths, torch\n"
-                           "print(course_lib.__file__, course_lib.paths.DATA_DIR, torch.get_num_threads())")
-        exercise, check = next((i, j) for name, i, j in exercises(working_copy) if name == "text_to_ids")
-        wrong = [kernel.run(replace_stub(working_copy.cells[exercise].source, "text_to_ids", WRONG_ANSWER.body)),
-                 kernel.run(working_copy.cells[check].source)]
-    finally:
-        kernel.close()
-    return {"link": link, "events": events, "opened": opened, "working_copy": working_copy,
-            "answered": answered, "ran": ran, "where": text(where, "stdout").split(),
-            "wrong": wrong, "browser": browser}
-
-
-@pytest.fixture(scope="module")
-def classroom(hub, hub_config):
-    """Every learner's session, run at once, and what the hub said about the idle server."""
-    idle = Browser(hub, hub.learner(IDLE))
-    idle.spawn()
-    started = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(len(WORKERS)) as pool:
-        sessions = dict(zip(WORKERS, pool.map(lambda name: work_through_lesson_00(hub, hub.learner(name)),
-                                               WORKERS)))
-    # The workers' servers were busy all along; the idle one has had its chance to be culled.
-    running = {name: hub.server(hub.learner(name).name) is not None for name in WORKERS}
-    deadline = started + hub_config.cull_timeout + 60
-    while hub.server(hub.learner(IDLE).name) is not None and time.monotonic() < deadline:
-        time.sleep(1)
-    return {"sessions": sessions, "workers_running": running,
-            "idle_stopped": hub.server(hub.learner(IDLE).name) is None}
 
 
 @pytest.mark.parametrize("name", WORKERS)
@@ -123,11 +57,12 @@ def test_the_lesson_runs_and_its_checks_pass_the_right_answers(classroom, name):
 
 @pytest.mark.parametrize("name", WORKERS)
 def test_a_wrong_answer_fails_its_check_with_the_hint(classroom, name):
-    defined, checked = classroom["sessions"][name]["wrong"]
+    session = classroom["sessions"][name]
+    defined, checked = session["wrong"]
     assert not errors(defined)
     [error] = errors(checked)
     assert error["ename"] == "AssertionError"
-    assert "Exercise 'text_to_ids'" in error["evalue"] and WRONG_ANSWER.hint in error["evalue"]
+    assert "Exercise 'text_to_ids'" in error["evalue"] and session["wrong_answer"].hint in error["evalue"]
 
 
 @pytest.mark.parametrize("name", WORKERS)

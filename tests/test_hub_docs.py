@@ -43,7 +43,8 @@ KNOWN = {
     r"jupyter-repo2docker --no-run --user-name jovyan --image-name \S+ \.": "test_the_image_commands_name_one_image (no Docker here)",
     r"docker push \S+": "test_the_image_commands_name_one_image (no Docker here)",
     r"bash \.ci/hub-setup": "run by CI before make test (.ci/run)",
-    r"\.venv/bin/python -m pytest tests/test_hub\.py": "tests/test_hub.py itself, in make test",
+    r"COURSE_BROWSER_TEST=1 \.venv/bin/python -m pytest tests/test_hub\.py tests/test_live_hub\.py":
+        "test_the_hub_tests_command_is_what_make_test_browser_runs",
 }
 
 
@@ -51,6 +52,17 @@ def test_every_command_of_the_guide_is_known():
     unknown = [c for c in commands() if not any(re.fullmatch(p, c) for p in KNOWN)]
     assert not unknown, f"commands docs/hub.md shows that no test runs: {unknown}"
     assert len(commands()) >= 10
+
+
+def test_the_hub_tests_command_is_what_make_test_browser_runs():
+    """The guide's command runs the hub tests that `make test-browser` runs, as it runs them
+    (COURSE_BROWSER_TEST=1: the files skip themselves elsewhere)."""
+    [command] = [c for c in commands() if "pytest tests/test_hub.py" in c]
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    hub_tests = re.search(r"^HUB_TESTS := (.+)$", makefile, re.MULTILINE).group(1).split()
+    assert command.split()[4:] == hub_tests == ["tests/test_hub.py", "tests/test_live_hub.py"]
+    recipe = re.search(r"^test-browser:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE).group(1)
+    assert "COURSE_BROWSER_TEST=1" in recipe and "$(HUB_TESTS)" in recipe
 
 
 def test_the_sizing_section_is_the_commands_output():

@@ -577,16 +577,24 @@ def test_the_roster_is_who_has_a_server_running_but_the_instructors(tmp_path):
         server.server_close()
 
 
+def live_section():
+    """docs/hub.md's section on the live view (from its heading to the next)."""
+    from notebook_tools import ROOT
+    guide = (ROOT / "docs" / "hub.md").read_text(encoding="utf-8")
+    found = re.search(r"^## \d+\. The lab, live\b.*?(?=^## )", guide, re.M | re.S)
+    assert found, "docs/hub.md has no section '## N. The lab, live'"
+    return found.group(0)
+
+
 def test_the_command_says_its_options_and_refuses_to_run_outside_a_hub(tmp_path):
-    """docs/hub-live.md's `python -m course_lib.live --help`, and the service started by hand."""
+    """docs/hub.md's `python -m course_lib.live --help`, and the service started by hand."""
     import subprocess
     import sys
-    from notebook_tools import ROOT
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTERHUB_")}
     helped = subprocess.run([sys.executable, "-m", "course_lib.live", "--help"], env=env,
                             capture_output=True, text=True, timeout=120)
     assert helped.returncode == 0
-    docs = (ROOT / "docs" / "hub-live.md").read_text(encoding="utf-8")
+    docs = live_section()
     assert "python -m course_lib.live --help" in docs
     for option in re.findall(r"`(--[a-z-]+)`", docs):
         assert option in helped.stdout, option
@@ -597,9 +605,8 @@ def test_the_command_says_its_options_and_refuses_to_run_outside_a_hub(tmp_path)
 
 
 def test_the_guides_learner_lines_run(kernel, capsys):
-    """docs/hub-live.md's Python blocks for a learner (last(), switch_off()), run as written."""
-    from notebook_tools import ROOT
-    docs = (ROOT / "docs" / "hub-live.md").read_text(encoding="utf-8")
+    """docs/hub.md's Python blocks for a learner (last(), switch_off()), run as written."""
+    docs = live_section()
     blocks = [b for b in re.findall(r"^ *```python\n(.*?)^ *```", docs, re.M | re.S)
               if "c.JupyterHub" not in b]
     assert len(blocks) == 2

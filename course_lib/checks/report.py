@@ -12,7 +12,7 @@ network, no message):
 - the check runs in the learner's own kernel, not in a grader's probe or replay;
 - JUPYTERHUB_API_TOKEN (every single-user server on a hub has it, and its kernels inherit it)
   and COURSE_LIVE_URL (the hub's configuration sets it for single-user servers where the
-  service runs; docs/hub-live.md) are both set: a self-paced learner and a grader's sandbox
+  service runs; docs/hub.md, section 6) are both set: a self-paced learner and a grader's sandbox
   have neither;
 - the learner has not switched it off: `COURSE_LIVE=off` in the environment, or
   `switch_off()` (kept in ~/.config/course_lib/live-off for every later kernel).

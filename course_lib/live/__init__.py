@@ -4,7 +4,7 @@ During a lab each check a learner runs on the hub sends one small event
 (course_lib.checks.report); this service keeps them in one SQLite file and shows the
 instructors, live, a grid of learners by exercises and the exercises most of the room fails,
 with the checks' reasons. `python -m course_lib.live` runs it, started by the hub
-(docs/hub-live.md says how to turn it on, what it keeps and for how long, and how to switch
+(docs/hub.md, section 6, says how to turn it on, what it keeps and for how long, and how to switch
 it off).
 
 - `store`: the SQLite file of sessions and events;

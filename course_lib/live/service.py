@@ -2,7 +2,7 @@
 
     python -m course_lib.live --db /srv/course-live/live.sqlite
 
-runs under a hub that starts it (a managed service, docs/hub-live.md), which gives it its
+runs under a hub that starts it (a managed service, docs/hub.md, section 6), which gives it its
 address, its prefix (/services/course-live/) and its token in JUPYTERHUB_* variables. It serves,
 under that prefix:
 
@@ -124,7 +124,7 @@ class Live:
                                  note=f"The hub did not say who has a server running ({e}), so "
                                       f"learners who have not checked anything may be missing "
                                       f"here. The service's role needs list:users, read:users:name, "
-                                      f"read:users:groups and read:servers (docs/hub-live.md).")
+                                      f"read:users:groups and read:servers (docs/hub.md, section 6).")
             return
         self.room.set_roster(names)
 
@@ -264,7 +264,7 @@ def handlers(live, prefix):
 def _arguments(argv):
     parser = argparse.ArgumentParser(
         prog="python -m course_lib.live",
-        description="The instructors' live view of a lab, as a JupyterHub service (docs/hub-live.md).")
+        description="The instructors' live view of a lab, as a JupyterHub service (docs/hub.md, section 6).")
     parser.add_argument("--db", default="course-live.sqlite",
                         help="the SQLite file of sessions and events (made when missing)")
     parser.add_argument("--keep-days", type=float, default=30,
@@ -285,7 +285,7 @@ def main(argv=None):
                if not os.environ.get(v)]
     if missing:
         sys.exit(f"course_lib.live runs as a JupyterHub service, started by the hub ({', '.join(missing)} "
-                 f"not set): add it to the hub's configuration as docs/hub-live.md shows")
+                 f"not set): add it to the hub's configuration as docs/hub.md (section 6) shows")
     try:
         import jupyterhub.services.auth  # noqa: F401
     except ImportError:
