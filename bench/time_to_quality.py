@@ -178,6 +178,11 @@ def main(argv=None):
     p.add_argument("--fast-muon-lr", type=float)
     p.add_argument("--fast-muon-bf16", choices=("true", "false"),
                    help="Muon's Newton-Schulz iterations in bfloat16 (or float32)")
+    p.add_argument("--fast-ns-steps", type=int, help="Muon's Newton-Schulz iterations an update")
+    p.add_argument("--fast-layers", type=int, help="the preset model's number of layers")
+    p.add_argument("--fast-d-ff", type=int, help="the preset model's MLP width")
+    p.add_argument("--fast-d-model", type=int, help="the preset model's width")
+    p.add_argument("--fast-kv-heads", type=int, help="the preset model's key/value heads")
     p.add_argument("--fast-norm", choices=("layernorm", "rmsnorm"))
     p.add_argument("--fast-mlp", choices=("gelu", "swiglu"))
     p.add_argument("--only-fast", action="store_true",
@@ -215,13 +220,17 @@ def main(argv=None):
                                     ("beta2", args.fast_beta2),
                                     ("grad_clip", args.fast_grad_clip),
                                     ("optimizer", args.fast_optimizer),
-                                    ("muon_lr", args.fast_muon_lr)) if v is not None})
+                                    ("muon_lr", args.fast_muon_lr),
+                                    ("muon_ns_steps", args.fast_ns_steps)) if v is not None})
     if args.fast_muon_bf16 is not None:
         tuned["muon_bf16"] = args.fast_muon_bf16 == "true"
     fast = replace(fast, **tuned)
     if args.fast_positions:
         model_config = replace(model_config, positions=args.fast_positions)
-    model_tuned = {k: v for k, v in (("norm", args.fast_norm), ("mlp", args.fast_mlp))
+    model_tuned = {k: v for k, v in (("norm", args.fast_norm), ("mlp", args.fast_mlp),
+                                     ("n_layers", args.fast_layers), ("d_ff", args.fast_d_ff),
+                                     ("d_model", args.fast_d_model),
+                                     ("n_kv_heads", args.fast_kv_heads))
                    if v is not None}
     model_config = replace(model_config, **model_tuned)
     tuned.update(model_tuned)

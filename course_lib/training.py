@@ -95,7 +95,7 @@ AUTOCAST = ("auto", "bf16", "off")
 ADAMW = ("default", "foreach", "fused")
 OPTIMIZERS = ("adamw", "muon")
 _SPEED_OPTIONS = ("autocast", "adamw", "tf32", "sync_every", "compile")
-_SHOWN_WHEN_SET = ("beta2", "optimizer", "muon_lr", "muon_bf16", *_SPEED_OPTIONS)  # in repr only when set
+_SHOWN_WHEN_SET = ("beta2", "optimizer", "muon_lr", "muon_bf16", "muon_ns_steps", *_SPEED_OPTIONS)  # in repr only when set
 
 
 @dataclass(frozen=True, repr=False)
@@ -118,6 +118,7 @@ class TrainConfig:
     optimizer: str = "adamw"
     muon_lr: float = 0.02
     muon_bf16: bool = False   # Muon's Newton-Schulz iterations in bfloat16 (see cpu_preset)
+    muon_ns_steps: int = 5    # Muon's Newton-Schulz iterations an update (course_lib.muon)
     eval_every: int = 50      # validation loss on fixed batches every eval_every steps and at the end
     eval_batches: int = 8
     seed: int = 0
@@ -133,7 +134,7 @@ class TrainConfig:
 
     def __post_init__(self):
         for name in ("steps", "batch_size", "block_size", "eval_every", "eval_batches",
-                     "sync_every"):
+                     "sync_every", "muon_ns_steps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"TrainConfig.{name} must be a positive integer, got {value!r}")
@@ -332,7 +333,7 @@ def configure_optimizer(model, cfg: TrainConfig):
     matrices = hidden_matrices(_unwrap(model))
     ratio = cfg.muon_lr / cfg.lr
     muon = Muon([{"params": matrices, "lr_ratio": ratio}], lr=lr_at(0, cfg) * ratio,
-                ns_dtype=torch.bfloat16 if cfg.muon_bf16 else None)
+                ns_steps=cfg.muon_ns_steps, ns_dtype=torch.bfloat16 if cfg.muon_bf16 else None)
     in_muon = {id(p) for p in matrices}
     groups = [dict(g, params=[p for p in g["params"] if id(p) not in in_muon], lr_ratio=1.0)
               for g in decay_groups(model, cfg.weight_decay)]

@@ -173,6 +173,12 @@ def test_the_time_to_quality_bench_tunes_one_setting_at_a_time(capsys):
     assert time_to_quality.main(args) == 0
     assert json.loads(capsys.readouterr().out)["tuned"] == dict(
         optimizer="adamw", muon_lr=0.05, norm="rmsnorm", mlp="swiglu")
+    args = ["--quick", "--dev", "--only-fast", "--cpu-settings", "float32", "--fast-ns-steps", "3",
+            "--fast-layers", "3", "--fast-d-ff", "384", "--fast-d-model", "96",
+            "--fast-kv-heads", "2"]
+    assert time_to_quality.main(args) == 0
+    assert json.loads(capsys.readouterr().out)["tuned"] == dict(
+        muon_ns_steps=3, n_layers=3, d_ff=384, d_model=96, n_kv_heads=2)
 
 
 def test_the_train_step_bench_knows_its_variants_and_times_the_loop_bookkeeping(capsys):
