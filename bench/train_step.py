@@ -6,7 +6,9 @@
     OMP_NUM_THREADS=1 python bench/train_step.py --variants adamw_only  # the preset and one
     OMP_NUM_THREADS=1 python bench/train_step.py --newton-schulz  # Muon's iterations alone
 
-The step is the preset's (course_lib.training.cpu_preset("float32"): a 4 x 128 RoPE TinyLM,
+The step is the preset's (course_lib.training.cpu_preset("float32"): a 3 x 128 RoPE TinyLM
+with an MLP of width 384 and 2 key/value heads (4 x 128, MLP 512, 4 heads, before issue 45's
+second round: the figures in docs/benchmarks.md dated before 2026-12-04 evening are of that),
 batch 24 x 64, Muon for the hidden matrices and AdamW's fused update for the rest; docs/benchmarks.md
 says which of its figures were taken when it was AdamW's foreach update alone): forward, loss, backward, clipping, update, as
 course_lib.training.train runs it. Each variant changes one part:
@@ -153,7 +155,7 @@ def loop_bookkeeping(calls=2000):
 
 
 def newton_schulz_calls(rounds=7):
-    """Median CPU ms of one step's Newton-Schulz iterations (the preset's 16 hidden matrices):
+    """Median CPU ms of one step's Newton-Schulz iterations (the preset's hidden matrices, 4 a layer):
     course_lib.muon.orthogonalize in float32, and torch.optim.Muon's, which casts to bfloat16.
     """
     from course_lib.muon import NS_COEFFICIENTS, hidden_matrices, orthogonalize

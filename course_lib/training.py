@@ -218,20 +218,24 @@ PRESETS["lesson06"] = PRESETS["cpu"]
 # recipe (4 x 128, block 64, batch 12, 2,000 steps at lr 1e-3) in less of its time, measured by
 # bench/time_to_quality.py (docs/benchmarks.md); the settings were chosen on its tuning split
 # (--dev), never on the validation text. Both take RoPE, which learns far faster per token than
-# a position table, and Muon (course_lib.muon) for the 16 hidden matrices at a peak of 0.03,
-# with AdamW's fused update at 4e-3 for the embedding and the norms and biases: in float32,
-# Muon reached the recipe's loss in 300 steps of 24 windows where AdamW alone needed 540, and
-# 270 steps reached 1.428 and 1.433 on the tuning split (seeds 0 and 1; the recipe's loss
-# + 0.02 is 1.448 and 1.460) in about 0.85 of the CPU time of 300, so both branches take 270.
+# a position table, and Muon (course_lib.muon) for the hidden matrices at a peak of 0.03, with
+# AdamW's fused update at 4e-3 for the embedding and the norms and biases: in float32, Muon
+# reached the recipe's loss in 300 steps of 24 windows where AdamW alone needed 540.
+# A step is bound by its matrix products (two thirds of it in float32, bench/profile_steps.py),
+# so the model is smaller than the recipe's (issue 45): 3 layers of width 128, an MLP of width
+# 384 (3 C, not 4 C) and 2 key/value heads for the 4 query heads (grouped-query attention,
+# lesson 08), 0.65 of a 4 x 128 step's CPU time; 300 such steps reached 1.425 and 1.424 on the
+# tuning split in float32 (seeds 0 and 1; the recipe's loss + 0.02 is 1.448 and 1.460), where
+# 270 steps of the 4 x 128 model had reached 1.428 and 1.433 in 1.5 times the CPU time.
 # "bf16" adds bf16 autocast, for CPUs with bfloat16 instructions (1.6x the tokens/s of float32
 # there; without them torch emulates bf16, slower than float32), and runs Muon's Newton-Schulz
 # iterations in bfloat16 too (18.6 against 27.6 ms of CPU a step on an EPYC with AVX512-BF16:
-# bench/train_step.py --newton-schulz): 270 such steps reached 1.435 and 1.433 on the tuning
+# bench/train_step.py --newton-schulz): 300 such steps reached 1.428 and 1.425 on the tuning
 # split. docs/benchmarks.md has the runs.
-_QUALITY_MODEL = ModelConfig(vocab_size=256, max_len=64, d_model=128, n_heads=4, n_layers=4,
-                             positions="rope")
-_QUALITY_RUN = TrainConfig(steps=270, batch_size=24, block_size=64, lr=4e-3, warmup_steps=27,
-                           eval_every=270, eval_batches=8, optimizer="muon", muon_lr=0.03,
+_QUALITY_MODEL = ModelConfig(vocab_size=256, max_len=64, d_model=128, n_heads=4, n_layers=3,
+                             d_ff=384, n_kv_heads=2, positions="rope")
+_QUALITY_RUN = TrainConfig(steps=300, batch_size=24, block_size=64, lr=4e-3, warmup_steps=30,
+                           eval_every=300, eval_batches=8, optimizer="muon", muon_lr=0.03,
                            adamw="fused", autocast="off")
 CPU_PRESETS = {
     "float32": (_QUALITY_MODEL, _QUALITY_RUN),

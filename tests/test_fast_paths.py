@@ -332,7 +332,7 @@ def test_the_cpu_preset_picks_its_settings_by_the_cpu(monkeypatch, has_bf16, set
     assert forced[0] == "float32" and forced[2].autocast == "off" and forced[3] == "chosen by hand"
     # the two differ only in precision: the same model, steps, batches and schedule
     (m32, c32), (m16, c16) = training.CPU_PRESETS["float32"], training.CPU_PRESETS["bf16"]
-    assert (c16.steps, c16.muon_bf16) == (270, True)
+    assert (c16.steps, c16.muon_bf16) == (300, True)
     assert m32 == m16 and c32 == replace(c16, autocast="off", muon_bf16=False)
     with pytest.raises(ValueError, match="settings must be 'auto' or one of"):
         training.cpu_preset("fp8")
