@@ -346,3 +346,21 @@ def gelu_kernels(onednn_us, torch_us, size):
         verdict = "about the same either way"
     return (f"a GELU of {size} numbers, a decode step's, took {onednn_us:.1f} us through oneDNN "
             f"and {torch_us:.1f} us through torch's own kernel: {verdict}")
+
+
+def decode_loop(cannot_compile_why, device_type):
+    """Lesson 07: which decode loop `generate` ran here, and why it was not a compiled one.
+
+    cannot_compile_why is course_lib.device.cannot_compile(device): None where torch.compile
+    could build kernels for the device, else the reason it cannot.
+    """
+    ran = "generate ran its fast loop eagerly, one torch call after another (FastDecoder)"
+    if device_type != "cpu":
+        return (f"{ran}: on {device_type} no compiled step has been measured yet, so generate "
+                f"does not compile one")
+    if cannot_compile_why:
+        return (f"{ran}: this machine cannot compile a step at all "
+                f"({cannot_compile_why[0].lower() + cannot_compile_why[1:]})")
+    return (f"{ran}: this machine has a C++ compiler, so a compiled step could be built here, "
+            f"but on a CPU none of the ways measured pays for its build within a lesson "
+            f"(below)")
