@@ -4,7 +4,7 @@ A lesson that times or trains something on the learner's machine cannot know the
 advance: a CPU with bfloat16 instructions, a busy machine or a GPU changes them. So a sentence
 that reads a measurement is printed by the cell from the numbers it measured, with the words
 chosen here, and tests/test_readings.py checks the words on numbers from machines of both kinds.
-Lessons 06, 08 and 09 use it.
+Lessons 06, 07, 08 and 09 use it.
 """
 import math
 
