@@ -41,6 +41,7 @@ eager step's at every step (largest difference) and its greedy tokens with eager
 generate does not use any of these: docs/benchmarks.md gives the figures and the reason.
 """
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -187,7 +188,26 @@ def build(name, model, buffers, prompt_len, folder):
 
 
 def measure(model, reference, prompt, ways, steps, repeats, warm_cache):
-    """Build each way, then time all of them, eager and nanoGPT's forward in turns."""
+    """Build each way, then time all of them, eager and nanoGPT's forward in turns; the
+    figures as a dict. The packages built, and inductor's cache unless warm_cache, go to a
+    temporary folder, removed at the end."""
+    folder = tempfile.mkdtemp(prefix="course_decode_")
+    before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not warm_cache:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
+    try:
+        figures = _measure(model, reference, prompt, ways, steps, repeats, folder)
+    finally:
+        if before is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
+        shutil.rmtree(folder, ignore_errors=True)
+    cache = "warm (inductor's own)" if warm_cache else "new and empty"
+    return dict(steps=figures.pop("steps"), inductor_cache=cache, **figures)
+
+
+def _measure(model, reference, prompt, ways, steps, repeats, folder):
     c = model.config
     if c.positions != "learned" or c.norm != "layernorm" or c.mlp != "gelu" or c.attn_bias \
             or c.kv_heads != c.n_heads:
@@ -197,9 +217,6 @@ def measure(model, reference, prompt, ways, steps, repeats, warm_cache):
     with torch.inference_mode():
         start = KVCache.for_model(model, 1)
         model(prompt, start)
-    folder = tempfile.mkdtemp(prefix="course_decode_")
-    if not warm_cache:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
     runs, build_seconds = {}, {}
     for name in ways:
         buffers = Buffers(start)
@@ -254,8 +271,7 @@ def measure(model, reference, prompt, ways, steps, repeats, warm_cache):
     cpu_ms = {n: 1e3 * statistics.median(t) for n, t in cpu.items()}
     wall_ms = {n: 1e3 * statistics.median(t) for n, t in wall.items()}
     return dict(
-        steps=steps, inductor_cache="warm (inductor's own)" if warm_cache else "new and empty",
-        build_seconds=build_seconds,
+        steps=steps, build_seconds=build_seconds,
         cpu_ms_per_step={n: round(v, 4) for n, v in cpu_ms.items()},
         wall_ms_per_step={n: round(v, 4) for n, v in wall_ms.items()},
         over_nanogpt_forward_cpu={n: round(v / cpu_ms["nanogpt_forward"], 3)

@@ -416,6 +416,7 @@ def test_the_decode_benchs_compiled_steps_give_the_eager_steps_tokens(monkeypatc
     run without inductor's C++ (which takes minutes on a busy CPU): torch.compile with the
     eager backend, AOTInductor's exported program run as a module. Every way's logits follow
     the eager step's and give its greedy tokens."""
+    import os
     import sys
     sys.path.insert(0, str(ROOT / "bench"))
     import decode
@@ -429,6 +430,7 @@ def test_the_decode_benchs_compiled_steps_give_the_eager_steps_tokens(monkeypatc
         return package_path
     monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", package)
     monkeypatch.setattr(torch._inductor, "aoti_load_package", lambda path: exported[path].module())
+    cache_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")  # importing torch._inductor may set it
     assert decode.main(["--compiled", "--repeats", "1", "--lengths", "40", "--d-model", "32",
                         "--n-layers", "2", "--prompt", "4", "--steps", "30"]) == 0
     said = json.loads(capsys.readouterr().out)
@@ -439,6 +441,8 @@ def test_the_decode_benchs_compiled_steps_give_the_eager_steps_tokens(monkeypatc
     assert said["same_greedy_tokens"] == dict.fromkeys(ways, True)
     assert max(said["largest_logit_difference_to_eager"].values()) < 1e-5
     assert said["machine"]["load_average_before"] and "cpu_flags" in said["machine"]
+    assert said["inductor_cache"] == "new and empty"
+    assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") == cache_dir  # put back as it was
     assert decode.main(["--compiled", "--ways", "nonsense"]) == 2
 
 
