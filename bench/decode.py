@@ -226,23 +226,12 @@ def compiled(model, prompt_len, device, args, load_before):
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(json.dumps(dict(
-        machine=dict(machine(device), cpu_flags=cpu_flags(), repeats=args.repeats,
+        machine=dict(machine(device), repeats=args.repeats,
                      load_average_before=[round(x, 2) for x in load_before],
                      load_average_after=[round(x, 2) for x in os.getloadavg()]),
         model=dict(d_model=c.d_model, n_layers=c.n_layers, max_len=c.max_len, prompt=prompt_len),
         **figures), indent=2))
     return 0
-
-
-def cpu_flags():
-    """The CPU's vector and matrix extensions that matter to torch's kernels, from /proc/cpuinfo."""
-    try:
-        flags = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo")
-                      if line.startswith("flags")), [])
-    except OSError:
-        return None
-    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
-    return [f for f in wanted if f in flags]
 
 
 if __name__ == "__main__":

@@ -128,11 +128,23 @@ def machine(device):
     except OSError:
         pass
     info = dict(device=str(device), cpu=cpu, logical_cpus=os.cpu_count(),
-                cpu_capability=torch.backends.cpu.get_cpu_capability(),
+                cpu_capability=torch.backends.cpu.get_cpu_capability(), cpu_flags=cpu_flags(),
                 torch=torch.__version__, threads=torch.get_num_threads())
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     return info
+
+
+def cpu_flags():
+    """The CPU's vector and matrix extensions that torch's kernels use, from /proc/cpuinfo
+    (None where it cannot be read)."""
+    try:
+        flags = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo")
+                      if line.startswith("flags")), [])
+    except OSError:
+        return None
+    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
+    return [f for f in wanted if f in flags]
 
 
 def run(name, model_config, cfg, train_ids, val_ids, device, eval_batches=EVAL["n_batches"],

@@ -230,6 +230,7 @@ def test_the_time_to_quality_bench_runs_in_quick_mode(capsys):
     assert out["recipe"]["autocast"] == "auto" and out["recipe_model"]["positions"] == "learned"
     assert out["fast"]["autocast"] == ("bf16" if cpu_has_bf16() else "off")
     assert out["cpu_preset"]["settings"] == ("bf16" if cpu_has_bf16() else "float32")
+    assert isinstance(out["machine"]["cpu_flags"], list)  # the CPU's extensions beside its ratio
     assert out["fast_model"]["positions"] == "rope" and out["measured_on"] == "the validation part"
     assert len(out["machine"]["load_average_before"]) == 3 and out["data"]["slice_sha256"]
     assert time_to_quality.main(["--quick", "--cpu-settings", "float32"]) == 0
