@@ -1,56 +1,31 @@
 """Checkers for lesson 06, training: one optimisation step on shifted next-token targets."""
-import contextlib
 import copy
-import functools
 import math
 import numbers
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
 
-from course_lib.checks.core import Checker, backward, probe, seed
-from course_lib.checks.lesson04 import own_messages, watch_calls
+from course_lib.checks.core import Checker, backward, seed
+from course_lib.checks.lesson04 import own_messages
 from course_lib.data import get_batch
 from course_lib.model import ModelConfig, TinyLM
 from course_lib.training import TrainConfig, lr_at, next_token_loss
 from course_lib.training import train_step as reference_step
 
 
-def call_inside(c, watches, *args, case, none_hint=None, **kwargs):
-    """c.call(*args, **kwargs) with the learner's function run inside context managers that watch it.
-
-    `watches` maps a name to (make, report): make() gives a context manager, report(it) what
-    it saw, as plain data. The reports are part of the call's probe, so a replay has them too.
-    Returns (the result, {name: report}); a result None is feedback, as in `Checker.call`.
-    """
+def call_inside(c, *args, case, own=(), torch_functions=None, none_hint=None, **kwargs):
+    """c.call(*args, **kwargs), watching which of course_lib's answers in `own` ran (seen["own"])
+    and, with `torch_functions` ({func.__name__: shown name}), which of those torch functions ran
+    (seen["forbidden"]). Returns (the result, seen); a result None is feedback, as in `Checker.call`."""
     __tracebackhide__ = True
-    fn = c.fn
-
-    @functools.wraps(fn)
-    def watched(*a, **k):
-        with contextlib.ExitStack() as stack:
-            managers = {name: stack.enter_context(make()) for name, (make, _) in watches.items()}
-            result = fn(*a, **k)
-        seen = {name: report(managers[name]) for name, (_, report) in watches.items()}
-        return {"result": result, "seen": seen}
-
-    c.fn = watched
-    try:
-        out = c.call(*args, case=case, **kwargs)
-    finally:
-        c.fn = fn
-    if out["result"] is None:
-        c.fail("your function returned None", case=case,
-               hint=none_hint or "finish it with a `return` of the result; a function without "
-                                 "one returns None")
-    return out["result"], out["seen"]
+    result = c.call(*args, case=case, watch=own, torch_functions=torch_functions, none_hint=none_hint, **kwargs)
+    return result, {"own": c.seen.get("watched", []), "forbidden": c.seen.get("torch_functions", [])}
 
 
-def _own(*functions):
-    """A watch for `call_inside`: which of course_lib's own answers ran."""
-    return (lambda: watch_calls(*functions), lambda seen: list(seen.called))
+# course_lib's own answers, which an exercise's function must not call
+_OWN_STEP, _OWN_BATCH, _OWN_LOSS, _OWN_SCHEDULE = (reference_step,), (get_batch,), (next_token_loss,), (lr_at,)
 
 
 def _no_own_answer(c, called, what, case):
@@ -184,11 +159,11 @@ def check_train_step(fn):
             for order, m in wrong.items():
                 _step(m, wrong_opts[order], batch, order)
             model.train()
-            got, seen = call_inside(c, {"own": _own(reference_step)}, model, opt, batch,
+            got, seen = call_inside(c, model, opt, batch, own=_OWN_STEP,
                                     case=case, crash_hint=_CRASH_HINT,
                                     none_hint="end with `return loss.item()`: the loss of this "
                                               "batch as a Python float")
-            state = probe(f"the model after {case}", lambda: _model_state(model))
+            state = _model_state(model)   # as the call left it (the grader's copy comes back so)
             after = _take_state(c, model, state, before, case)
             _no_own_answer(c, seen["own"], "the step", case)
             _check_loss(c, got, want_loss, variants, case)
@@ -207,7 +182,7 @@ def check_train_step(fn):
 
 
 def _model_state(model):
-    """What a step left in the model, as plain data: for a probe, after the learner's step."""
+    """What a step left in the model: its parameters, its mode, whether its gradients were cleared."""
     params = list(model.parameters())
     return {"params": [p.detach().clone() for p in params],
             "training": bool(model.training),
@@ -215,11 +190,7 @@ def _model_state(model):
 
 
 def _take_state(c, model, state, before, case):
-    """The parameters the step left (from `_model_state`), put into the checker's model too.
-
-    In direct and record mode they are there already; in replay they come from the record,
-    so that the next call's losses and parameters start where the learner's step left them.
-    """
+    """The parameters the step left (from `_model_state`), checked to be the model's own still."""
     __tracebackhide__ = True
     after = state["params"]
     if len(after) != len(before) or not all(
@@ -386,8 +357,8 @@ def check_sample_batch(fn):
         case = (f"ids = torch.arange({_FIRST_ID}, {_FIRST_ID + N}) (N = {N}), batch_size={B}, "
                 f"block_size={T}, generator=torch.Generator().manual_seed({first})")
         crash = "a window ids[s : s + block_size + 1] needs s + block_size + 1 <= len(ids); "
-        result, seen = call_inside(c, {"own": _own(get_batch)}, ids, B, T,
-                                   torch.Generator().manual_seed(first), case=case,
+        result, seen = call_inside(c, ids, B, T, torch.Generator().manual_seed(first), own=_OWN_BATCH,
+                                   case=case,
                                    crash_hint=crash + _WINDOW_HINT,
                                    none_hint="end with `return inputs, targets`")
         _no_own_answer(c, seen["own"], "the sampling", case)
@@ -491,26 +462,11 @@ _FORBIDDEN = {"cross_entropy": "F.cross_entropy", "log_softmax": "log_softmax",
               "special_log_softmax": "torch.special.log_softmax"}
 
 
-class _Forbidden(TorchFunctionMode):
-    """Notes which of the torch functions the exercise forbids were called under it."""
-
-    def __init__(self):
-        super().__init__()
-        self.called = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = _FORBIDDEN.get(getattr(func, "__name__", ""))
-        if name and name not in self.called:
-            self.called.append(name)
-        return func(*args, **(kwargs or {}))
-
-
 def _ce_call(c, fn, logits, targets, case, **kwargs):
     """The learner's cross_entropy(logits, targets), failing if it used a forbidden function."""
     __tracebackhide__ = True
-    got, seen = call_inside(c, {"own": _own(next_token_loss),
-                                "forbidden": (_Forbidden, lambda mode: list(mode.called))},
-                            logits, targets, case=case, **kwargs)
+    got, seen = call_inside(c, logits, targets, own=_OWN_LOSS, torch_functions=_FORBIDDEN, case=case,
+                            **kwargs)
     if seen["own"]:
         c.fail("your function calls course_lib's own next_token_loss", case=case,
                hint="write the loss yourself with log-sum-exp: next_token_loss is the answer "
@@ -603,7 +559,7 @@ def _check_ce_gradient(c, fn, gen):
         c.fail("no gradient flows through your loss", case=case,
                hint="use torch operations on the logits only: .detach(), .item(), NumPy or "
                     "torch.no_grad() cut the graph, and the model could not learn from the loss")
-    seen = probe(f"the backward pass for {case}", lambda: backward(loss, [mine]))
+    seen = c.follow(backward, inputs=[0])
     if "raised" in seen:
         c.fail(f"the backward pass through your loss failed: {seen['raised']}", case=case,
                hint="your function edits in place (x -= ..., x[...] = ..., x.exp_()) a tensor "
@@ -704,7 +660,7 @@ def check_lr_schedule(fn):
         got = []
         for s in steps:
             case = f"lr_schedule(step={s}, {setting})"
-            value, seen = call_inside(c, {"own": _own(lr_at)}, s, case=case,
+            value, seen = call_inside(c, s, own=_OWN_SCHEDULE, case=case,
                                       crash_hint=_LR_CRASH, none_hint="end with `return` and "
                                       "the learning rate, a float", **config)
             _no_own_answer(c, seen["own"], "the schedule", case)

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from course_lib.checks.core import Checker, checker, probe, seed
+from course_lib.checks.core import Checker, checker, seed
 from course_lib.checks.lesson06 import call_inside
 from course_lib.convert import config_from_dict
 from course_lib.costs import CONFIG_DIR, count_params
@@ -94,7 +94,7 @@ def check_params_from_config(fn):
         given = copy.deepcopy(fields)
         case = f"{label}: {fields}"
         got = c.call(given, case=case)
-        after = probe(f"the config after {case}", lambda: given)
+        after = given   # as the call left it
         if after != fields:
             c.fail("the config dict was changed", case=case, hint="read the fields; do not "
                    "add, remove or change entries of the dict you are given")
