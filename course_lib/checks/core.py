@@ -42,12 +42,14 @@ def seed(n=0):
 
 @contextlib.contextmanager
 def seeded(base):
-    """Run the checks inside with inputs drawn from the grading seed `base` (the grader's)."""
-    previous, _GRADING.base = getattr(_GRADING, "base", None), int(base)
+    """Run the checks inside with inputs drawn from the grading seed `base` (the grader's); yields
+    the list of the Checkers they make (each counts the cases that passed)."""
+    previous = getattr(_GRADING, "base", None), getattr(_GRADING, "made", None)
+    _GRADING.base, _GRADING.made = int(base), []
     try:
-        yield
+        yield _GRADING.made
     finally:
-        _GRADING.base = previous
+        _GRADING.base, _GRADING.made = previous
 
 
 def label_of(fn):
@@ -196,6 +198,8 @@ class Checker:
         self._last = None             # (result, arguments as passed) of the last direct call
         if _runs():
             _runs()[-1].append(self)
+        if getattr(_GRADING, "made", None) is not None:
+            _GRADING.made.append(self)
         remote = getattr(fn, "remote", None)
         kind = remote.kind if remote is not None else (None if callable(fn) else type(fn).__name__)
         if kind is not None:

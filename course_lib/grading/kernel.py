@@ -62,8 +62,7 @@ _EPERM, _ENOSYS, _CLONE_THREAD, _PR_SET_SECCOMP = 1, 38, 0x10000, 22
 # (syscall, errno, arg0 test): test None denies the call, ("set", m) when arg0 & m, ("eq", v) when arg0 == v
 KERNEL_FILTER = [("execve", _EPERM, None), ("execveat", _EPERM, None), ("ptrace", _EPERM, None),
                  ("process_vm_readv", _EPERM, None), ("process_vm_writev", _EPERM, None),
-                 ("memfd_create", _EPERM, None), ("userfaultfd", _EPERM, None),
-                 ("clone", _EPERM, ("set", _CLONE_THREAD)), ("clone3", _ENOSYS, None)]
+                 ("memfd_create", _EPERM, None), ("userfaultfd", _EPERM, None)]
 MARK_FILTER = [("clone", _EPERM, ("set", _CLONE_THREAD)), ("clone3", _ENOSYS, None)]
 SERVER_FILTER = [("clone", _EPERM, None), ("clone3", _ENOSYS, None), ("fork", _EPERM, None),
                  ("vfork", _EPERM, None), ("seccomp", _EPERM, None), ("prctl", _EPERM, ("eq", _PR_SET_SECCOMP))]
@@ -145,7 +144,7 @@ def _hook(event, args):
      signal_, signals) = "<<SYS>>"
     (id_, type_, str_, int_, len_, dict_, bytes_, tuple_, frozenset_, PermissionError_, BaseException_,
      RuntimeError_, OSError_, function_type, code_type) = "<<PY>>"
-    (kernel_pid, channels, keep, null_path, counts, serve_calls, calls_kit, importlib_code, mounts) = "<<STATE>>"
+    (kernel_pid, channels, keep, null_path, counts, serve_calls, calls_kit, importlib_code, roots) = "<<STATE>>"
     me = getframe(0)
     caller = me.f_back
     own = caller is not None and caller.f_code is me.f_code     # an audited call made by this hook itself
@@ -154,20 +153,15 @@ def _hook(event, args):
     def refuse(why, PermissionError_=PermissionError_):
         raise PermissionError_(f"the graded kernel does not allow {why}")
 
-    def on_trusted_mount(path, open_=open_, read=read, close=close, str_=str_, int_=int_,
-                         PATH_NOFOLLOW=PATH_NOFOLLOW, RDONLY=RDONLY, OSError_=OSError_, mounts=mounts):
-        try:
-            fd = open_(path, PATH_NOFOLLOW)
-        except OSError_:
-            return True            # nothing there: loading it fails by itself
-        try:
-            info = open_("/proc/self/fdinfo/" + str_(fd), RDONLY)
-            data = read(info, 4096)
-            close(info)
-        finally:
-            close(fd)
-        at = data.find(b"mnt_id:")
-        return at >= 0 and int_(data[at + 7:data.find(b"\n", at)].strip()) in mounts
+    def trusted_file(path, roots=roots, str_=str_, type_=type_):
+        """Whether `path` is a plain absolute path (no `..`, no `//`) under a read-only root of Python's or the course's."""
+        if type_(path) is not str_ or not path.startswith("/") or "/../" in path or "//" in path \
+                or path.endswith("/..") or "/./" in path:
+            return False
+        for root in roots:
+            if path.startswith(root):
+                return True
+        return False
 
     def count(open_=open_, read=read, close=close, int_=int_, RDONLY=RDONLY):
         fd = open_("/proc/self/status", RDONLY)
@@ -198,22 +192,21 @@ def _hook(event, args):
             refuse("changing the grader's own functions")
         return
     if event == "marshal.loads" or event == "marshal.load":
-        if caller is None or caller.f_code is not importlib_code:
-            refuse("marshal: code made from bytes could get round the grader's protections")
+        # only importlib's, of a module's bytecode on Python's or the course's read-only files
+        if caller is None or caller.f_code is not importlib_code or not trusted_file(caller.f_locals.get("bytecode_path")):
+            refuse("marshal here: only Python's own and the course's modules load from bytecode (its bytes could be "
+                   "crafted to get round the grader's protections)")
         return
     if event == "open":
         path = args[0]
         if type_(path) is bytes_:
             path = path.decode("latin-1")
-        if type_(path) is str_:
-            if path == "mem" or path.endswith("/mem") or path.endswith("/pagemap"):
-                refuse(f"opening {path}: a process's memory")
-            if path.endswith(".pyc") and mounts and not on_trusted_mount(path):
-                refuse(f"bytecode from {path}: only Python's and the course's own modules load from bytecode here")
+        if type_(path) is str_ and (path == "mem" or path.endswith("/mem") or path.endswith("/pagemap")):
+            refuse(f"opening {path}: a process's memory")
         return
     if event == "import":
         path = args[1] if len_(args) > 1 else None
-        if type_(path) is str_ and not path.endswith(".py") and mounts and not on_trusted_mount(path):
+        if path is not None and not (type_(path) is str_ and path.endswith(".py")) and not trusted_file(path):
             refuse(f"the native module {path}: only Python's own and the course's load here")
         return
     if event != "<<TRIGGER>>":
@@ -617,7 +610,7 @@ def install(config):
                    RuntimeError, OSError, types.FunctionType, types.CodeType),
         "<<STATE>>": (os.getpid(), channels, keep_fds, os.devnull, counts, serve_calls,
                       (frozen({**wire.course_classes(), **learner_side}), frozen(learner_side)),
-                      bootstrap._compile_bytecode.__code__, frozenset(_mounts_of_loaded_code())),
+                      bootstrap._compile_bytecode.__code__, tuple(config.get("roots") or trusted_roots())),
         "<<CTYPES>>": (mark, server, raw_fork, leave, get_state, (prctl, (4, 0, 0, 0, 0))),
         "<<WATCH>>": (lib, len(lib), TRUSTED_NAME, skip, wanted, frozen(py_table), frozen(c_table),
                       frozenset(len(k[0]) for k in copies), frozen(copies), plain, types.CodeType,
@@ -636,25 +629,13 @@ def install(config):
 
 
 
-def _mounts_of_loaded_code():
-    """The mount ids of the folders this process's modules were loaded from (Linux), read now."""
-    found = set()
-    folders = {os.path.dirname(getattr(m, "__file__", None) or "") for m in list(sys.modules.values())}
-    for folder in folders - {""}:
-        try:
-            fd = os.open(folder, _O_PATH)
-        except OSError:
-            continue
-        try:
-            with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
-                for line in f:
-                    if line.startswith(b"mnt_id:"):
-                        found.add(int(line.split()[1]))
-        except OSError:
-            return set()
-        finally:
-            os.close(fd)
-    return found
+def trusted_roots():
+    """The folders (each ending with /) whose code the kernel may load as bytecode or native code:
+    Python's (its prefix, the environment's) and course_lib's, read-only in a sandbox."""
+    import course_lib
+    from course_lib.grading.sandbox import python_paths
+    lib = os.path.dirname(os.path.abspath(course_lib.__file__))
+    return sorted({os.path.join(str(p), "") for p in python_paths()} | {os.path.join(lib, "")})
 
 
 def _no_fork_exec():
@@ -844,25 +825,35 @@ def _TorchFunctions(names, seen):
 
 # ---------------------------------------------------------------- a kernel process
 
-def run_kernel(argv, config):
+def run_kernel(argv, config, **app):
     """Start ipykernel as `python -m ipykernel_launcher` would, with `install(config)` before its first cell."""
     from ipykernel.kernelapp import IPKernelApp
-    app = IPKernelApp.instance()
-    app.initialize(argv)
+    from tornado import ioloop
+    kernel_app = IPKernelApp.instance(**app)
+    kernel_app.initialize(argv)
+    if kernel_app.poller is not None:     # IPKernelApp.start, with the protections installed once
+        kernel_app.poller.start()         # ipykernel has started the last of its threads
+    kernel_app.kernel.start()
     for what in install(config):
         print(f"grading: this kernel runs without {what}", file=sys.__stderr__)
-    app.start()
+    kernel_app.io_loop = ioloop.IOLoop.current()
+    try:
+        kernel_app.io_loop.start()
+    except KeyboardInterrupt:
+        pass
 
 
 def main():
-    """`python -m course_lib.grading.kernel CONFIG.json -f CONNECTION`: the graded kernel of a run."""
+    """`python -m course_lib.grading.kernel GRADING.json -f CONNECTION`: a graded copy's kernel, the
+    server's fds in COURSE_GRADING_SERVER (`run.LAUNCH` starts it so)."""
     import json
     with open(sys.argv[1], encoding="utf-8") as f:
-        config = json.load(f)["kernel"]
-    if sys.path and sys.path[0] == os.getcwd():
-        pass
+        config = dict(json.load(f).get("kernel") or {})
+    config["fds"] = json.loads(os.environ.pop("COURSE_GRADING_SERVER", "null"))
+    del sys.path[0]     # as ipykernel_launcher: not this module's folder
     run_kernel(sys.argv[2:], config)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":   # run as the imported module, so that there is one copy of its code
+    from course_lib.grading.kernel import main as imported
+    imported()

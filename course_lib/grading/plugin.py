@@ -13,9 +13,8 @@ import signal
 import time
 from pathlib import Path
 
-from course_lib.grading.graded_copy import KERNEL_PATH, Placement, read_regular
+from course_lib.grading.graded_copy import KERNEL_PATH, read_regular
 from course_lib.grading.sandbox import STARTUP_TIMEOUT
-from course_lib.grading.verdicts import _points, verdicts
 
 # ---------------------------------------------------------------- the pytest plugin (in the copy)
 
@@ -241,38 +240,3 @@ try:
 except ImportError:  # pytest is only needed when grading
     def pytest_runtest_call(item):
         pass
-
-
-def pytest_terminal_summary(terminalreporter, config):
-    """The verdict per exercise, the same words the grader writes to the gradebook, for a graded
-    copy rerun by hand (--keep), from a probe of the copy's definitions (unsandboxed, with a seed
-    drawn now). Under the grader (in the sandbox) nothing: the grader probes the notebook itself,
-    outside the process that ran the learner's code."""
-    if _RECORD:
-        return
-    import secrets
-
-    import nbformat
-
-    from course_lib.grading.lessons import Exercise
-    from course_lib.grading.probe import probe_notebook
-    from course_lib.grading.replay import InProcess, scratch_folder, remove
-    folder = Path(config.rootpath)
-    settings = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
-    cells = getattr(config, "_grading_cells", {})
-    replay = settings.get("replay") or {"checks": {}}
-    found = [Exercise(name, 1, [], c["module"]) for name, c in replay["checks"].items()]
-    scratch = scratch_folder()
-    try:
-        nb = nbformat.read(folder / "notebooks" / settings["lesson"], as_version=4)
-        replayed, _, _ = probe_notebook(nb, nbformat.v4.new_notebook(), found, secrets.randbelow(2 ** 62),
-                                        scratch, InProcess(), timeout=settings["cell_timeout"], root=folder)
-    finally:
-        remove(scratch)
-    lines = {name: c["pass_line"] for name, c in replay["checks"].items()}
-    terminalreporter.section("grading")
-    for r in verdicts(cells, [Placement(**p) for p in settings["checks"]], settings, None,
-                      replayed, lines):
-        terminalreporter.write_line(f"{r.exercise}: {r.status} ({_points(r.points)}/"
-                                    f"{_points(r.max_points)})  {r.feedback}")
-

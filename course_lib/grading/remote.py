@@ -37,6 +37,20 @@ class Outcome:
     feedback: str
     flagged: list = field(default_factory=list)   # what the watch saw that earns no credit, in words
     labels: list = field(default_factory=list)    # every label the watch reported
+    cases_passed: int | None = None               # the cases its Checkers counted as passed
+
+
+def server_pipes():
+    """The five pipes of a notebook's server: (the server's ends: CTL, REQ to read, REP, FLAG, CST to
+    write; the grader's ends: the others), the replies' and flags' pipes made large (1 MiB)."""
+    import fcntl
+    pairs = [os.pipe() for _ in range(5)]
+    for read_end, _ in pairs[2:4]:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(read_end, 1031, 1 << 20)   # F_SETPIPE_SZ
+    theirs = [pairs[0][0], pairs[1][0], pairs[2][1], pairs[3][1], pairs[4][1]]
+    mine = [pairs[0][1], pairs[1][1], pairs[2][0], pairs[3][0], pairs[4][0]]
+    return theirs, mine
 
 
 class Unserved(Exception):
@@ -50,10 +64,12 @@ class Served:
         self.ctl, self.req, self.rep, self.flag, self.cst = ctl, req, rep, flag, cst
         self.deadline, self.call_timeout = deadline, call_timeout
         self.replies, self.reports = wire.Reader(rep), b""
-        self.flags = b""
+        self.flags, self.gone = b"", None
 
     # ------------------------------------------------ C: commands and reports
     def _command(self, line):
+        if self.gone:
+            raise Unserved(self.gone)
         try:
             wire.send(self.ctl, line.encode() + b"\n")
         except OSError as e:
@@ -72,7 +88,11 @@ class Served:
                     raise Unserved("the grader's server ended")
                 self.reports += chunk
         line, _, self.reports = self.reports.partition(b"\n")
-        return line.decode("ascii", "replace").split(" ")
+        words = line.decode("ascii", "replace").split(" ")
+        if words[0] == "gone":
+            self.gone = "the grader's server ended (its process was killed, or ended itself)"
+            raise Unserved(self.gone)
+        return words
 
     def _drain(self, fd):
         data = b""
@@ -116,9 +136,9 @@ class Served:
             remote.end()
             return Outcome("not defined", f"name '{exercise}' is not defined: no cell defined it, or the "
                                           f"cell that does stopped with an error")
-        out = io.StringIO()
+        out, made = io.StringIO(), []
         try:
-            with seeded(seed), contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            with seeded(seed) as made, contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
                 checker(Function(exercise, remote))
             lines = out.getvalue().strip().splitlines()
             said = lines[-1] if lines else ""
@@ -138,7 +158,8 @@ class Served:
             status, feedback = "failed", "no credit: " + "; ".join(flagged)
         elif flagged:
             feedback = feedback + "\n(also seen: " + "; ".join(flagged) + ")"
-        return Outcome(status, feedback, flagged, list(remote.labels))
+        cases = sum(c.passed for c in made) if made else None
+        return Outcome(status, feedback, flagged, list(remote.labels), cases)
 
 
 class Function:
@@ -219,6 +240,8 @@ class Remote:
                 if words[:2] == ["ended", self.nonce]:
                     self._read_others([s.flag])
                     self.ended = ENDED if words[2:] != ["0"] else "your function's process ended while it was checked"
+                elif words[0] == "gone":
+                    self.ended = s.gone = "the grader's server ended (its process was killed, or ended itself)"
 
     def _stop(self, why):
         """Kill S (C reports it ended), and remember why."""
