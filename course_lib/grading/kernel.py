@@ -139,12 +139,13 @@ def _hook(event, args):
     if event not in "<<EVENTS>>":
         return
     (getpid, fork, setsid, exit_, write, read, fstat, close, closerange, dup2, open_, kill, waitpid,
-     pidfd_open, exitcode, select_, RDWR, RDONLY, PATH_NOFOLLOW) = "<<OS>>"
+     pidfd_open, exitcode, select_, RDWR, RDONLY, PATH_NOFOLLOW, pipe) = "<<OS>>"
     (getframe, settrace, setprofile, getprofile, setrecursionlimit, start_thread, gc_disable, gc_callbacks,
      signal_, signals) = "<<SYS>>"
     (id_, type_, str_, int_, len_, dict_, bytes_, tuple_, frozenset_, PermissionError_, BaseException_,
      RuntimeError_, OSError_, function_type, code_type) = "<<PY>>"
-    (kernel_pid, channels, keep, null_path, counts, serve_calls, calls_kit, importlib_code, roots) = "<<STATE>>"
+    (kernel_pid, channels, keep, sorted_keep, null_path, counts, serve_calls, calls_kit, importlib_code,
+     roots) = "<<STATE>>"
     me = getframe(0)
     caller = me.f_back
     own = caller is not None and caller.f_code is me.f_code     # an audited call made by this hook itself
@@ -222,10 +223,15 @@ def _hook(event, args):
     (ctl, ctl_id), (req, req_id), (rep, rep_id), (flag, flag_id), (cst, cst_id) = channels
     (mark, server_filter, raw_fork, leave_tracing, get_state, undumpable) = "<<CTYPES>>"
     (expected_mark, expected_server) = counts
+    said, say = pipe()
     pid = fork()
-    if pid != 0:
+    if pid != 0:                   # the kernel: the cell ends once C is set up (or gone)
+        close(say)
+        read(said, 1)
+        close(said)
         return
     try:   # ------------------------------------------------ in C: the hook's code only, from here on
+        close(said)
         setsid()
         setrecursionlimit(10000)
         settrace(None)
@@ -242,8 +248,9 @@ def _hook(event, args):
             info = fstat(fd)
             if (info.st_dev, info.st_ino) != ident:
                 exit_(73)
+        dup2(say, keep[0])         # where the kernel hears that C is set up; kept with the channels
         start = 3
-        for fd in keep:
+        for fd in keep[1:]:
             if fd > start:
                 closerange(start, fd)
             start = fd + 1
@@ -259,6 +266,8 @@ def _hook(event, args):
                 pass
         undumpable[0](*undumpable[1])
         write(cst, b"ready\n")
+        write(keep[0], b"1")
+        close(keep[0])
     except BaseException_:
         exit_(71)
     buffer, child, pidfd, current, words = b"", 0, -1, b"", []
@@ -446,7 +455,7 @@ def copy_key(code):
             tuple(c if type(c) in plain else type(c) is types.CodeType for c in code.co_consts))
 
 
-def _tables(checks_module, lib, learner_side):
+def _tables(checks_modules, lib, learner_side):
     """The watch's tables: what it skips, the course functions the lesson's checkers name, the
     functions outside course_lib they name (by code and by identity), and copies' keys."""
     import importlib
@@ -461,7 +470,9 @@ def _tables(checks_module, lib, learner_side):
                 _codes(value, skip)
     for fn in learner_side.values():
         _codes(getattr(fn, "__wrapped__", fn), skip)
-    named = dict(core.watched_functions(importlib.import_module(checks_module)))
+    named = {}
+    for module in checks_modules:
+        named.update(core.watched_functions(importlib.import_module(module)))
     named.update(_tampering())
     wanted, py_table, c_table, keep = set(), {}, {}, []
     for label, fn in named.items():
@@ -483,8 +494,8 @@ def _tables(checks_module, lib, learner_side):
             if getattr(value, "__module__", None) != module_name:
                 continue
             for code in _codes(value, {}).values():
-                if id(code) in skip or not (in_checks or code.co_name in names):
-                    continue
+                if id(code) in skip or not code.co_filename.startswith(lib) or not (in_checks or code.co_name in names):
+                    continue   # (a library's code a course function was wrapped in is not the course's)
                 rel = os.path.relpath(code.co_filename, lib)[:-3].replace(os.sep, ".").removesuffix(".__init__")
                 copies[copy_key(code)] = f"copy:course_lib.{rel}.{code.co_qualname}"
                 keep.append(code)
@@ -540,7 +551,7 @@ def install(config):
     """Protect this process before any learner code runs; returns what could not be done, in words.
 
     config: {"fds": [ctl, req, rep, flag, cst] or None (serve nothing), "checks": the lesson's
-    checker module}. Call it once, after ipykernel started its own threads (IPKernelApp.initialize)
+    checker modules}. Call it once, after ipykernel started its own threads (IPKernelApp.initialize)
     and before the first cell.
     """
     import ctypes
@@ -557,8 +568,10 @@ def install(config):
     from course_lib.checks import core
     from course_lib.grading import wire
     missing = []
-    checks = config.get("checks") or "course_lib.checks.core"
-    importlib.import_module(checks)       # its learner_side functions register themselves
+    checks = config.get("checks") or ["course_lib.checks.core"]
+    checks = [checks] if isinstance(checks, str) else list(checks)
+    for module in checks:                 # their learner_side functions register themselves
+        importlib.import_module(module)
     lib = os.path.dirname(os.path.abspath(course_lib.__file__)) + os.sep
     learner_side = dict(core.LEARNER_SIDE)
     (skip, wanted, py_table, c_table, copies), keep = _tables(checks, lib, learner_side)
@@ -583,7 +596,8 @@ def install(config):
     prctl = ctypes.CDLL(None).prctl
     fds = config.get("fds")
     channels = tuple((fd, (os.fstat(fd).st_dev, os.fstat(fd).st_ino)) for fd in fds) if fds else ()
-    keep_fds = tuple(sorted(fd for fd, _ in channels)) + (1 << 20,)
+    said = max([fd for fd, _ in channels] + [2]) + 1        # C's "set up" to the kernel, on this fd
+    keep_fds = (said,) + tuple(fd for fd, _ in channels)
     handlers = tuple((s, signal.SIG_IGN if s in (signal.SIGPIPE, signal.SIGHUP) else signal.SIG_DFL)
                      for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)
                      and s < getattr(signal, "SIGRTMIN", 32))
@@ -603,12 +617,13 @@ def install(config):
         "<<TRIGGER>>": TRIGGER,
         "<<OS>>": (os.getpid, os.fork, os.setsid, os._exit, os.write, os.read, os.fstat, os.close, os.closerange,
                    os.dup2, os.open, os.kill, os.waitpid, os.pidfd_open, os.waitstatus_to_exitcode, select.select,
-                   os.O_RDWR, os.O_RDONLY, _O_PATH | os.O_NOFOLLOW),
+                   os.O_RDWR, os.O_RDONLY, _O_PATH | os.O_NOFOLLOW, os.pipe),
         "<<SYS>>": (sys._getframe, sys.settrace, sys.setprofile, sys.getprofile, sys.setrecursionlimit,
                     _thread.start_new_thread, gc.disable, gc.callbacks, signal.signal, handlers),
         "<<PY>>": (id, type, str, int, len, dict, bytes, tuple, frozenset, PermissionError, BaseException,
                    RuntimeError, OSError, types.FunctionType, types.CodeType),
-        "<<STATE>>": (os.getpid(), channels, keep_fds, os.devnull, counts, serve_calls,
+        "<<STATE>>": (os.getpid(), channels, keep_fds, tuple(sorted(keep_fds)) + (1 << 20,), os.devnull, counts,
+                      serve_calls,
                       (frozen({**wire.course_classes(), **learner_side}), frozen(learner_side)),
                       bootstrap._compile_bytecode.__code__, tuple(config.get("roots") or trusted_roots())),
         "<<CTYPES>>": (mark, server, raw_fork, leave, get_state, (prctl, (4, 0, 0, 0, 0))),

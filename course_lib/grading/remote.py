@@ -184,6 +184,8 @@ class Remote:
 
     def start(self):
         s = self.served
+        s._drain(s.rep)             # what an earlier exercise's server wrote past its replies
+        s.replies.buffer = b""
         s._command(f"serve {self.nonce} {self.exercise}")
         header = self._reply(time.monotonic() + CLEAR_TIMEOUT + s.call_timeout)
         if "ready" not in header:

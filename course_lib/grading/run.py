@@ -122,7 +122,7 @@ class Graded:
     cpu_seconds: float | None = None  # CPU of its pytest and kernel, every try (None: not measured)
     help: dict = field(default_factory=dict)  # exercise -> help_taken.Help, read from its source
     solution_costs: float | None = None       # the points a shown solution cost (--solution-costs)
-    check_cpu_seconds: float | None = None   # CPU the grader's checks of its exercises took (in cpu_seconds)
+    check_cpu_seconds: float | None = None   # CPU the grader's own checks of its exercises took
     seed: int | None = None       # the grading seed its checks' inputs were drawn from
     stopped: str = ""             # where and why its run stopped ('' when it ran to its end)
 
@@ -479,7 +479,7 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     tries = []  # why each earlier try's kernel did not get as far as the first cell
     cpu_used, check_cpu = [], []  # each try's CPU seconds; the grader's checks'
     pass_lines = {e.name: "".join(o["text"] for o in e.pass_output).strip() for e in found}
-    checks = found[0].module if found else None
+    checks = sorted({e.module for e in found})
     # the seed of this grading's inputs: drawn now, known to the grader alone
     base_seed = secrets.randbelow(2 ** 62) if seed is None else int(seed)
     try:
@@ -530,9 +530,10 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
     return Graded(path, stem, results + grade_questions(submission, lesson_nb), sha256=sha,
                   seconds=time.monotonic() - start, help=help_taken(submission, [e.name for e in found]),
                   submission=submission, placements=placements, retried=retried,
-                  log=_diagnosis(run, settings, tries) + (f"\nthe notebook stopped: {stop}" if stop else ""),
+                  log=_diagnosis(run, settings, tries) + (f"\nthe notebook stopped: {stop}" if stop else "")
+                  + f"\nthe grader's checks took {sum(check_cpu):.3f} s of CPU",
                   sandbox=SANDBOXED if sandboxed else UNSANDBOXED, stopped=stop,
-                  cpu_seconds=None if None in cpu_used else round(sum(cpu_used) + sum(check_cpu), 2),
+                  cpu_seconds=None if None in cpu_used else round(sum(cpu_used), 2),
                   check_cpu_seconds=round(sum(check_cpu), 3), seed=base_seed)
 
 

@@ -182,7 +182,7 @@ class ForkedSandbox:
     def run(self, copy, lesson_name, notebook_timeout, startup_timeout, limits, uid, checks, serve):
         """Grade the copy at `copy` (made by new_copy) as user `uid`; (a run.Run, serve's result).
 
-        `checks` is the lesson's checker module; `serve(served, why)` is called once the run has
+        `checks` are the lesson's checker modules; `serve(served, why)` is called once the run has
         ended: with a remote.Served (and why None) while the notebook's server is the only
         process of it left, or with None and why there is no server.
         """
