@@ -219,7 +219,7 @@ class Checker:
         lines.append(f"Hint: {hint}")
         raise explain(AssertionError("\n".join(lines)), raised=self.raised)
 
-    def call(self, *args, case, crash_hint=None, none_hint=None, mutable=(), watch=(), torch_functions=None,
+    def call(self, *args, case, crash_hint=None, none_hint=None, mutable=(), watch=(), around=None,
              observe=None, catch=False, **kwargs):
         """The learner's fn(*args, **kwargs), with feedback for a crash, a None, or an input changed in place.
 
@@ -233,10 +233,11 @@ class Checker:
         grader it comes back as the call left it.
 
         What else the call is watched for goes into `self.seen`: "watched", the names of the
-        functions in `watch` that ran during it (course_lib's own answers, say); with
-        `torch_functions` ({func.__name__: shown name}), "torch_functions", the shown names of
-        those torch functions that ran, however reached; with `observe` (a `learner_side`
-        function), "observed", observe(result, *args) run where the call ran, after it. With
+        functions in `watch` that ran during it (course_lib's own answers, say); with `around`
+        (a `learner_side` class of context manager: a TorchFunctionMode, say), "around", what
+        its instance's report() said after the call ran inside it, where it ran; with `observe`
+        (a `learner_side` function), "observed", observe(result, *args) run where the call
+        ran, after it. With
         catch=True what the function raised is not feedback here: `self.seen["raised"]` holds
         (type name, message), for the caller to diagnose, and the result is None.
         """
@@ -266,8 +267,7 @@ class Checker:
         watched = {label_of(f): f.__qualname__ for f in watch}
         if remote is not None:
             seen = remote.call(passed[:len(args)], dict(zip(kwargs, passed[len(args):])), case=case,
-                               labels=list(shown) + list(watched), torch_functions=torch_functions,
-                               observe=observe)
+                               labels=list(shown) + list(watched), around=around, observe=observe)
             called = [label for label in seen["labels"] if label in shown]
             seen["called"] = shown[called[0]] if called else None
             seen["watched"] = list(dict.fromkeys(watched[label] for label in seen["labels"] if label in watched))
@@ -275,7 +275,7 @@ class Checker:
             for target, now in zip(passed, after):   # lists, dicts, models as the call left them
                 _mirror(target, now)
         else:
-            seen = self._invoke(fn, passed, len(args), kwargs, watch, torch_functions, observe)
+            seen = self._invoke(fn, passed, len(args), kwargs, watch, around, observe)
             after = passed
         self.seen = seen
         seen["changed"] = [name for name, was, now in zip(names, before, after)
@@ -317,14 +317,14 @@ class Checker:
                                         "without one returns None")
         return result
 
-    def _invoke(self, fn, passed, n, kwargs, watch, torch_functions, observe):
+    def _invoke(self, fn, passed, n, kwargs, watch, around, observe):
         """The one place the learner's function runs in this process: what it returned or raised, the
         first forbidden function it called and what else it was watched for."""
         spy = Watch(self.forbidden, watch)
-        modes = _TorchNames(torch_functions) if torch_functions else contextlib.nullcontext([])
+        inside = around() if around is not None else contextlib.nullcontext()
         seen = {}
         try:
-            with spy, modes as names:
+            with spy, inside:
                 result = fn(*passed[:n], **dict(zip(kwargs, passed[n:])))
             seen["result"] = result
         except NotImplementedError:
@@ -333,7 +333,9 @@ class Checker:
             self.raised = e   # its frames are shown with the feedback
             seen["raised"] = (type(e).__name__, _message(e))
             result = None
-        seen.update(called=spy.called, watched=list(spy.watched), torch_functions=list(names))
+        seen.update(called=spy.called, watched=list(spy.watched))
+        if around is not None:
+            seen["around"] = inside.report()
         if spy.thread and "raised" not in seen:
             seen.update(raised=("RuntimeError", "the grader runs your function where it cannot start a "
                                 "thread (it started one: a ThreadPoolExecutor, threading.Thread?)"))
@@ -462,22 +464,6 @@ class Watch:
     def __exit__(self, *exc):
         sys.setprofile(self.previous)
         return False
-
-
-@contextlib.contextmanager
-def _TorchNames(shown):
-    """Yields a list of the shown names ({func.__name__: shown}) of the torch functions that ran inside."""
-    from torch.overrides import TorchFunctionMode
-    found = []
-
-    class Mode(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            name = shown.get(getattr(func, "__name__", ""))
-            if name and name not in found:
-                found.append(name)
-            return func(*args, **(kwargs or {}))
-    with Mode():
-        yield found
 
 
 def _observe_here(observer, last, data):

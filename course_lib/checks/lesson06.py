@@ -6,8 +6,9 @@ import numbers
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
-from course_lib.checks.core import Checker, backward, seed
+from course_lib.checks.core import Checker, backward, learner_side, seed
 from course_lib.checks.lesson04 import own_messages
 from course_lib.data import get_batch
 from course_lib.model import ModelConfig, TinyLM
@@ -15,13 +16,14 @@ from course_lib.training import TrainConfig, lr_at, next_token_loss
 from course_lib.training import train_step as reference_step
 
 
-def call_inside(c, *args, case, own=(), torch_functions=None, none_hint=None, **kwargs):
+def call_inside(c, *args, case, own=(), around=None, none_hint=None, **kwargs):
     """c.call(*args, **kwargs), watching which of course_lib's answers in `own` ran (seen["own"])
-    and, with `torch_functions` ({func.__name__: shown name}), which of those torch functions ran
-    (seen["forbidden"]). Returns (the result, seen); a result None is feedback, as in `Checker.call`."""
+    and, with `around` (a learner_side context manager class, see `Checker.call`), what it
+    reported (seen["around"]). Returns (the result, seen); a result None is feedback, as in
+    `Checker.call`."""
     __tracebackhide__ = True
-    result = c.call(*args, case=case, watch=own, torch_functions=torch_functions, none_hint=none_hint, **kwargs)
-    return result, {"own": c.seen.get("watched", []), "forbidden": c.seen.get("torch_functions", [])}
+    result = c.call(*args, case=case, watch=own, around=around, none_hint=none_hint, **kwargs)
+    return result, {"own": c.seen.get("watched", []), "around": c.seen.get("around")}
 
 
 # course_lib's own answers, which an exercise's function must not call
@@ -462,17 +464,34 @@ _FORBIDDEN = {"cross_entropy": "F.cross_entropy", "log_softmax": "log_softmax",
               "special_log_softmax": "torch.special.log_softmax"}
 
 
+@learner_side
+class _Forbidden(TorchFunctionMode):
+    """Notes which of the torch functions the exercise forbids ran under it, however reached."""
+
+    def __init__(self):
+        super().__init__()
+        self.called = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = _FORBIDDEN.get(getattr(func, "__name__", ""))
+        if name and name not in self.called:
+            self.called.append(name)
+        return func(*args, **(kwargs or {}))
+
+    def report(self):
+        return list(self.called)
+
+
 def _ce_call(c, fn, logits, targets, case, **kwargs):
     """The learner's cross_entropy(logits, targets), failing if it used a forbidden function."""
     __tracebackhide__ = True
-    got, seen = call_inside(c, logits, targets, own=_OWN_LOSS, torch_functions=_FORBIDDEN, case=case,
-                            **kwargs)
+    got, seen = call_inside(c, logits, targets, own=_OWN_LOSS, around=_Forbidden, case=case, **kwargs)
     if seen["own"]:
         c.fail("your function calls course_lib's own next_token_loss", case=case,
                hint="write the loss yourself with log-sum-exp: next_token_loss is the answer "
                     "key and earns no credit")
-    if seen["forbidden"]:
-        c.fail(f"your function calls {', '.join(seen['forbidden'])}, which the exercise asks "
+    if seen["around"]:
+        c.fail(f"your function calls {', '.join(seen['around'])}, which the exercise asks "
                f"you not to use", case=case,
                hint="compute logsumexp(z) - z[target] yourself: subtract each row's maximum "
                     "before exponentiating and add it back after the log, and pick the "

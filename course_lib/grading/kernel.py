@@ -40,6 +40,8 @@ kills the rest. Messages: `wire` for REQ and REP; lines of words for CTL and CST
 import os
 import sys
 
+from course_lib.grading import wire
+
 TRIGGER = "course_lib.serve"
 TRIGGER_CELL = ('# Added by the grader: from here, its checks call your functions.\n'
                 'import sys\nsys.audit("course_lib.serve", globals())')
@@ -723,8 +725,6 @@ def _quiet():
 def serve_calls(namespace, name, nonce, requests, send, watched, calls_kit):
     """S's loop: say what `name` is bound to, then answer each call and follow-up until `end`."""
     import inspect
-
-    from course_lib.grading import wire
     classes, learner_side = calls_kit
     nonce = nonce.decode("ascii")
     _quiet()
@@ -756,7 +756,7 @@ def serve_calls(namespace, name, nonce, requests, send, watched, calls_kit):
             if op == "call":
                 reply, last = _call(fn, header, wire.Decoder(blob, resolve), out)
             elif op == "observe" and last is not None:
-                reply = _observe(last, header, wire.Decoder(blob, resolve), out, learner_side)
+                reply = _observe(last, header, wire.Decoder(blob, resolve), out)
             else:
                 reply = {"error": f"an unknown request {op!r}"}
         except wire.WireError as e:
@@ -773,69 +773,46 @@ def _call(fn, header, decoder, out):
     """Run fn on the request's arguments: (the reply, (result, arguments) for follow-ups)."""
     args = decoder.arguments(header.get("args", []))
     kwargs = decoder.decode(header.get("kwargs", {"dict": []}))
-    names = header.get("torch_functions")
-    seen, result, raised = [], None, None
+    around = decoder.resolve(str(header["around"]))() if header.get("around") else None
+    result, raised = None, None
     try:
-        if names:
-            with _TorchFunctions(set(names), seen):
+        if around is not None:
+            with around:
                 result = fn(*args, **kwargs)
         else:
             result = fn(*args, **kwargs)
     except BaseException as e:   # the learner's exception (SystemExit too), as data
         raised = e
     reply = {"after": [out.encode(args[i]) if 0 <= i < len(args) else None for i in header.get("after", [])],
-             "kw_after": {k: out.encode(v) for k, v in kwargs.items() if k in header.get("after_kw", [])},
-             "torch_functions": seen}
+             "kw_after": {k: out.encode(v) for k, v in kwargs.items() if k in header.get("after_kw", [])}}
+    if around is not None:
+        reply["around"] = _report(lambda: around.report(), out)
     if raised is not None:
-        from course_lib.grading.wire import exception_data
-        reply["raised"] = exception_data(raised)
+        reply["raised"] = wire.exception_data(raised)
         if isinstance(raised, NotImplementedError):
             reply["not_implemented"] = True
     else:
         reply["result"] = out.encode(result)
-    observer = header.get("observe")
-    if observer:
-        reply["observed"] = _run_observer(observer, result, args, header.get("data"), decoder, out)
-    return reply, (result, args, kwargs)
+    if header.get("observe"):
+        observer = decoder.resolve(str(header["observe"]))
+        reply["observed"] = _report(lambda: observer(result, *args), out)
+    return reply, (result, args)
 
 
-def _observe(last, header, decoder, out, learner_side):
-    result, args, kwargs = last
-    return {"observed": _run_observer(header.get("name"), result, args, header.get("data"), decoder, out,
-                                      learner_side)}
+def _observe(last, header, decoder, out):
+    """A follow-up: a checker's learner_side observer run on the last call's result and arguments."""
+    result, args = last
+    observer = decoder.resolve(str(header.get("name")))
+    data = decoder.decode(header["data"]) if header.get("data") is not None else {}
+    return {"observed": _report(lambda: observer(result, *args, **data), out)}
 
 
-def _run_observer(label, result, args, data, decoder, out, learner_side=None):
-    """A checker's registered observer on the last call, as data (or what it raised)."""
-    from course_lib.grading.wire import exception_data
-    fn = decoder.resolve(str(label))
-    kwargs = decoder.decode(data) if data is not None else {}
+def _report(thunk, out):
+    """{"value": thunk() as data}, or {"raised": what it raised, as data}."""
     try:
-        return {"value": out.encode(fn(result, *args, **kwargs))}
+        return {"value": out.encode(thunk())}
     except Exception as e:
-        return {"raised": exception_data(e)}
-
-
-def _torch_functions_class():
-    from torch.overrides import TorchFunctionMode
-
-    class TorchFunctions(TorchFunctionMode):
-        """Notes which torch functions, by name, ran under it (a lesson's forbidden ones)."""
-
-        def __init__(self, names, seen):
-            super().__init__()
-            self.names, self.seen = names, seen
-
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            name = getattr(func, "__name__", "")
-            if name in self.names and name not in self.seen:
-                self.seen.append(name)
-            return func(*args, **(kwargs or {}))
-    return TorchFunctions
-
-
-def _TorchFunctions(names, seen):
-    return _torch_functions_class()(names, seen)
+        return {"raised": wire.exception_data(e)}
 
 
 # ---------------------------------------------------------------- a kernel process

@@ -126,7 +126,6 @@ class Served:
     # ------------------------------------------------ one exercise
     def check(self, exercise, checker, seed, pass_line):
         """Check `exercise` with `checker` (check_<name>, the grader's own) on the learner's function; an Outcome."""
-        from course_lib.checks.core import seeded
         remote = Remote(self, exercise)
         try:
             ready = remote.start()
@@ -136,23 +135,14 @@ class Served:
             remote.end()
             return Outcome("not defined", f"name '{exercise}' is not defined: no cell defined it, or the "
                                           f"cell that does stopped with an error")
-        out, made = io.StringIO(), []
         try:
-            with seeded(seed) as made, contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-                checker(Function(exercise, remote))
-            lines = out.getvalue().strip().splitlines()
-            said = lines[-1] if lines else ""
-            status, feedback = ("passed", said) if said == pass_line.strip() else (
-                "failed", f"the check printed {said!r}, not the lesson's pass line {pass_line.strip()!r} "
-                          f"(the lesson and its checker disagree: tell the instructor)")
-        except NotImplementedError as e:
-            status, feedback = "unfinished", f"NotImplementedError: {e}"
-        except AssertionError as e:
-            status, feedback = "failed", f"AssertionError: {e}"
-        except Exception as e:   # the checker's own bug: never a pass
-            status, feedback = "failed", f"the grader's check stopped with {type(e).__name__}: {e}"
+            status, feedback, made = run_check(checker, Function(exercise, remote), seed)
         finally:
             remote.end()
+        if status == "passed" and feedback != pass_line.strip():
+            status, feedback = "failed", (f"the check printed {feedback!r}, not the lesson's pass line "
+                                          f"{pass_line.strip()!r} (the lesson and its checker disagree: tell "
+                                          f"the instructor)")
         flagged = flags_for(exercise, remote.labels)
         if flagged and status == "passed":
             status, feedback = "failed", "no credit: " + "; ".join(flagged)
@@ -160,6 +150,25 @@ class Served:
             feedback = feedback + "\n(also seen: " + "; ".join(flagged) + ")"
         cases = sum(c.passed for c in made) if made else None
         return Outcome(status, feedback, flagged, list(remote.labels), cases)
+
+
+def run_check(checker, function, seed):
+    """(status, what it said, the Checkers it made): checker(function) run with inputs from `seed`;
+    status passed (its last printed line), failed (AssertionError's feedback), unfinished
+    (NotImplementedError's), or failed with the checker's own error (never a pass)."""
+    from course_lib.checks.core import seeded
+    out, made = io.StringIO(), []
+    try:
+        with seeded(seed) as made, contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            checker(function)
+        lines = out.getvalue().strip().splitlines()
+        return "passed", lines[-1] if lines else "", made
+    except NotImplementedError as e:
+        return "unfinished", f"NotImplementedError: {e}", made
+    except AssertionError as e:
+        return "failed", f"AssertionError: {e}", made
+    except Exception as e:   # the checker's own bug: never a pass
+        return "failed", f"the grader's check stopped with {type(e).__name__}: {e}", made
 
 
 class Function:
@@ -279,9 +288,9 @@ class Remote:
         except OSError as e:
             self._stop(f"the grader's server could not be reached ({e.strerror})")
 
-    def call(self, args, kwargs, *, case, labels=(), torch_functions=None, observe=None):
+    def call(self, args, kwargs, *, case, labels=(), around=None, observe=None):
         """Send one call; a dict as Checker.call reads it: "result" or "raised" or "ended", "after"
-        (each argument as the call left it), "labels" (what the watch saw during it), "torch_functions",
+        (each argument as the call left it), "labels" (what the watch saw during it), "around",
         "observed"."""
         if self.ended:
             return {"ended": self.ended, "after": list(args) + list(kwargs.values()), "labels": []}
@@ -291,10 +300,11 @@ class Remote:
         header = {"op": "call", "args": out.arguments(list(args)),
                   "kwargs": out.encode(dict(kwargs)),
                   "after": [i for i, v in enumerate(args) if _mutable(v)],
-                  "after_kw": [k for k, v in kwargs.items() if _mutable(v)],
-                  "torch_functions": sorted(torch_functions or {})}
+                  "after_kw": [k for k, v in kwargs.items() if _mutable(v)]}
         if observe is not None:
             header["observe"] = label_of(observe)
+        if around is not None:
+            header["around"] = label_of(around)
         before = len(self.labels)
         self._send(header, out.blob())
         reply = self._reply(time.monotonic() + self.served.call_timeout)
@@ -302,12 +312,12 @@ class Remote:
         if self.ended:
             return dict(seen, ended=self.ended)
         try:
-            seen.update(self._decode_call(reply, args, kwargs, torch_functions))
+            seen.update(self._decode_call(reply, args, kwargs))
         except (wire.WireError, KeyError, TypeError) as e:
             seen["raised"] = ("ValueError", f"the grader could not read what your function returned ({e})")
         return seen
 
-    def _decode_call(self, reply, args, kwargs, torch_functions):
+    def _decode_call(self, reply, args, kwargs):
         if "error" in reply:
             return {"raised": ("ValueError", str(reply["error"])[:2000])}
         decoder = wire.Decoder(reply["blob"], _resolve())
@@ -319,8 +329,9 @@ class Remote:
         for k, data in (reply.get("kw_after") or {}).items():
             if k in kwargs:
                 after[len(args) + names.index(k)] = decoder.decode(data)
-        seen = {"after": after, "torch_functions": [torch_functions[n] for n in reply.get("torch_functions", [])
-                                                    if torch_functions and n in torch_functions]}
+        seen = {"after": after}
+        if "around" in reply:
+            seen["around"] = _observed(reply["around"], decoder)
         if "raised" in reply:
             kind, _, message = (str(x) for x in reply["raised"])
             if reply.get("not_implemented"):

@@ -100,11 +100,12 @@ class Encoder:
             return {"int": str(value)}
         if kind is float:
             return value if math.isfinite(value) else {"float": repr(value)}
-        if kind in (list, tuple, set, frozenset):
-            items = [self.encode(v, depth + 1) for v in value]
-            return items if kind is list else {kind.__name__: items}
-        if kind is dict:
-            return {"dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]}
+        plain = next((t for t in (list, tuple, set, frozenset, dict) if isinstance(value, t)), None)
+        if plain is dict and not isinstance(value, torch.nn.Module):   # a Counter, a defaultdict: its items
+            return {"dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in dict.items(value)]}
+        if plain is not None and plain is not dict and not isinstance(value, torch.Size):
+            items = [self.encode(v, depth + 1) for v in plain.__iter__(value)]   # a namedtuple: its items
+            return items if plain is list else {plain.__name__: items}
         if kind in (bytes, bytearray):
             return {"bytes": base64.b64encode(bytes(value)).decode()}
         if kind is complex:
@@ -141,14 +142,14 @@ class Encoder:
         return _opaque(value)
 
     def _tensor(self, t):
+        grad = bool(t.requires_grad)
         t = torch.Tensor.detach(t)
         name = str(t.dtype).removeprefix("torch.")
         if name not in DTYPES or t.layout != torch.strided or t.is_quantized or t.device.type == "meta":
             return _opaque(t)
         data = t.to("cpu").contiguous().reshape(-1)
         raw = data.view(torch.uint8).numpy().tobytes() if data.numel() else b""
-        return {"tensor": self._data(raw), "dtype": name, "shape": list(t.shape),
-                "requires_grad": bool(t.requires_grad)}
+        return {"tensor": self._data(raw), "dtype": name, "shape": list(t.shape), "requires_grad": grad}
 
     def _array(self, a):
         a = np.asarray(a)
