@@ -329,12 +329,13 @@ def _open(path, mode="r", *args, **kwargs):
 builtins.open = _open"""
 MAKES_HUGE = 'import os\nos.truncate("../records/text_to_ids.safetensors", 100 * 2 ** 20)'
 FORGES_RECORD = """\
-import course_lib.checks as _checks, course_lib.checks.record as _record
-with _record.recording(0) as _made:
-    _checks.check_next_token_targets(lambda ids: (ids[:-1], ids[1:]))
-for _key in _made.tensors:
-    _made.tensors[_key] = _made.tensors[_key] + 1
-_made.save("../records/next_token_targets")"""
+import json, os, struct
+_text = json.dumps({"n": "?", "ready": "next_token_targets", "defined": True, "callable": True}).encode()
+for _fd in range(3, 64):   # a server's reply, forged on every pipe the kernel holds
+    try:
+        os.write(_fd, struct.pack(">QQ", len(_text), 0) + _text)
+    except OSError:
+        pass"""
 
 
 def after_check(nb, name, source):

@@ -130,6 +130,7 @@ def filters_of(pid):
 
 # ---------------------------------------------------------------- the hook (a template)
 
+COPY_SIZE = 64   # bytes of bytecode below which a function's copy is not told from anyone's own
 TRUSTED_NAME = "<the grader's hook (course_lib.grading.kernel)>"   # every baked code object's file name
 
 
@@ -272,7 +273,7 @@ def _hook(event, args):
         close(keep[0])
     except BaseException_:
         exit_(71)
-    buffer, child, pidfd, current, words = b"", 0, -1, b"", []
+    buffer, child, pidfd, current, words, reset = b"", 0, -1, b"", [], False
     while True:   # ------------------------------------------------ C's loop
         try:
             ready = select_([ctl] if child == 0 else [ctl, pidfd], [], [], None)[0]
@@ -293,6 +294,9 @@ def _hook(event, args):
         while b"\n" in buffer:
             line, _, buffer = buffer.partition(b"\n")
             words = line.split(b" ")
+            reset = reset or words[0] == b"reset"
+            if not reset:
+                continue           # left in the pipe from before this server: not the grader's now
             if words[0] in (b"kill", b"reset", b"end") and child != 0:
                 kill(child, 9)
                 status = waitpid(child, 0)[1]
@@ -332,7 +336,7 @@ def _hook(event, args):
         def watch(frame, event, arg, W="<<WATCH>>", name=name):
             """The watch (see the module's docstring): reports on FLAG, never raises."""
             (lib, lib_len, trusted, skip, wanted, py_table, c_table, copy_lengths, copies, plain, code_type,
-             flag, ident, fstat, write, exit_, id_, type_, len_, tuple_, BaseException_) = W
+             flag, ident, fstat, write, exit_, id_, type_, len_, tuple_, BaseException_, roots) = W
             if event == "call":
                 code = frame.f_code
                 path = code.co_filename
@@ -348,7 +352,7 @@ def _hook(event, args):
                         return
                 else:
                     label = py_table.get(id_(code))
-                    if label is None and len_(code.co_code) in copy_lengths:
+                    if label is None and len_(code.co_code) in copy_lengths and not path.startswith(roots):
                         consts = []
                         for c in code.co_consts:
                             kind = type_(c)
@@ -496,8 +500,10 @@ def _tables(checks_modules, lib, learner_side):
             if getattr(value, "__module__", None) != module_name:
                 continue
             for code in _codes(value, {}).values():
-                if id(code) in skip or not code.co_filename.startswith(lib) or not (in_checks or code.co_name in names):
-                    continue   # (a library's code a course function was wrapped in is not the course's)
+                if (id(code) in skip or not code.co_filename.startswith(lib) or code.co_name.startswith("<")
+                        or len(code.co_code) < COPY_SIZE or not (in_checks or code.co_name in names)):
+                    continue   # (a library's code a course function was wrapped in is not the course's,
+                               # and a comprehension or a line or two is anyone's)
                 rel = os.path.relpath(code.co_filename, lib)[:-3].replace(os.sep, ".").removesuffix(".__init__")
                 copies[copy_key(code)] = f"copy:course_lib.{rel}.{code.co_qualname}"
                 keep.append(code)
@@ -605,6 +611,7 @@ def install(config):
                      and s < getattr(signal, "SIGRTMIN", 32))
     flag = channels[3] if channels else (-1, (0, 0))
     rep = channels[2] if channels else (-1, (0, 0))
+    roots = tuple(config.get("roots") or trusted_roots())
     plain = frozenset({str, int, float, bool, bytes, type(None), type(...)})
     constants = {
         "<<EVENTS>>": frozenset({
@@ -627,11 +634,11 @@ def install(config):
         "<<STATE>>": (os.getpid(), channels, keep_fds, tuple(sorted(keep_fds)) + (1 << 20,), os.devnull, counts,
                       serve_calls,
                       (frozen({**wire.course_classes(), **learner_side}), frozen(learner_side)),
-                      bootstrap._compile_bytecode.__code__, tuple(config.get("roots") or trusted_roots())),
+                      bootstrap._compile_bytecode.__code__, roots),
         "<<CTYPES>>": (mark, server, raw_fork, leave, get_state, (prctl, (4, 0, 0, 0, 0))),
         "<<WATCH>>": (lib, len(lib), TRUSTED_NAME, skip, wanted, frozen(py_table), frozen(c_table),
                       frozenset(len(k[0]) for k in copies), frozen(copies), plain, types.CodeType,
-                      flag[0], flag[1], os.fstat, os.write, os._exit, id, type, len, tuple, BaseException),
+                      flag[0], flag[1], os.fstat, os.write, os._exit, id, type, len, tuple, BaseException, roots),
         "<<SEND>>": (rep[0], rep[1], os.fstat, os.write, os._exit, memoryview, BaseException),
         "<<WATCHED>>": (sys.getprofile, flag[0], flag[1], os.fstat, os.write, os._exit, BaseException),
     }

@@ -120,8 +120,7 @@ class Served:
         self.replies.buffer, self.flags = b"", b""
 
     def end(self):
-        with contextlib.suppress(Unserved, OSError):
-            self._command("end")
+        """Nothing more to check: the trusted side ends the server (its zygote, or the grader)."""
 
     # ------------------------------------------------ one exercise
     def check(self, exercise, checker, seed, pass_line):
