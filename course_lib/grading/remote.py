@@ -25,7 +25,17 @@ from dataclasses import dataclass, field
 
 from course_lib.grading import wire
 
-ENDED = "your function ended the grader's process (os._exit or exit(), a crash, or it ran out of memory)"
+def ended(status):
+    """Why the server of an exercise ended while the grader's check ran, in words (its exit status)."""
+    import signal
+    how = {-signal.SIGSEGV: "it crashed with a segmentation fault (SIGSEGV)",
+           -signal.SIGKILL: "it was killed (SIGKILL), which is what the out-of-memory killer does",
+           -signal.SIGABRT: "it aborted (SIGABRT)",
+           -signal.SIGXCPU: "it used more CPU time than the notebook is allowed (SIGXCPU)"}
+    code = int(status) if str(status).lstrip("-").isdigit() else None
+    why = how.get(code, f"it was stopped by signal {-code}" if code is not None and code < 0
+                  else f"it exited with status {status} (os._exit, or exit() outside Python)")
+    return f"your function ended the grader's process while it was checked: {why}"
 CLEAR_TIMEOUT = 10   # seconds the server may take to answer a command of the grader's
 _LINE = re.compile(r"^F ([\w.:<>()' ,-]{1,300})$")
 
@@ -249,7 +259,7 @@ class Remote:
                 words = line.decode("ascii", "replace").split(" ")
                 if words[:2] == ["ended", self.nonce]:
                     self._read_others([s.flag])
-                    self.ended = ENDED if words[2:] != ["0"] else "your function's process ended while it was checked"
+                    self.ended = ended(words[2] if len(words) > 2 else "?")
                 elif words[0] == "gone":
                     self.ended = s.gone = "the grader's server ended (its process was killed, or ended itself)"
 

@@ -345,7 +345,7 @@ def watch(record, key, began, ready, startup_timeout, notebook_timeout):
         start_failure = stopped = (f"the machine was too slow to start the kernel: it was not "
                                    f"ready {now - began:.0f} s after grading began")
     elif ready is not None and now - ready > notebook_timeout:
-        stopped = f"the notebook ran past its {notebook_timeout:g} s time limit before this check"
+        stopped = f"the notebook ran past its {notebook_timeout:g} s time limit"
     return ready, stopped, start_failure
 
 
