@@ -37,6 +37,8 @@ def ended(status):
                   else f"it exited with status {status} (os._exit, or exit() outside Python)")
     return f"your function ended the grader's process while it was checked: {why}"
 CLEAR_TIMEOUT = 10   # seconds the server may take to answer a command of the grader's
+PAST = ("your function ran past the notebook's time limit, which counts its run and every call of "
+        "its functions (an endless loop, or far too slow?)")
 _LINE = re.compile(r"^F ([\w.:<>()' ,-]{1,300})$")
 
 
@@ -202,6 +204,8 @@ class Remote:
 
     def start(self):
         s = self.served
+        if time.monotonic() >= s.deadline:
+            raise Unserved(PAST)
         s._drain(s.rep)             # what an earlier exercise's server wrote past its replies
         s.replies.buffer = b""
         s._command(f"serve {self.nonce} {self.exercise}")
@@ -231,8 +235,8 @@ class Remote:
                 continue
             except TimeoutError:
                 limit = s.call_timeout if deadline < s.deadline else None
-                self._stop("your function ran past the " + (f"{limit:g} s time limit for a call" if limit else
-                           "notebook's time limit") + " (an endless loop, or far too slow?)")
+                self._stop(f"your function ran past the {limit:g} s time limit for a call (an endless loop, "
+                           f"or far too slow?)" if limit else PAST)
                 break
             except (EOFError, OSError, wire.WireError) as e:
                 self._stop(f"the grader's server broke off ({type(e).__name__}: {e})")
@@ -301,6 +305,8 @@ class Remote:
         """Send one call; a dict as Checker.call reads it: "result" or "raised" or "ended", "after"
         (each argument as the call left it), "labels" (what the watch saw during it), "around",
         "observed"."""
+        if self.ended is None and time.monotonic() >= self.served.deadline:
+            self._stop(PAST)
         if self.ended:
             return {"ended": self.ended, "after": list(args) + list(kwargs.values()), "labels": []}
         from course_lib.checks.core import LEARNER_SIDE, label_of
