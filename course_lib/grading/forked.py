@@ -340,6 +340,9 @@ def _watch_mqueue():
         pass
 
 
+NO_SERVER = "the notebook's run did not reach the grader's last cell, so nothing of it can be called"
+
+
 def _verify(marked):
     """After the runner: kill every process of the notebook but the one carrying `marked` seccomp
     filters (its server); (its pid, None) when there was exactly one, else (None, why not)."""
@@ -361,7 +364,7 @@ def _verify(marked):
     if keep is not None:
         return keep, None
     if not found:
-        return None, "the notebook's run did not reach the grader's last cell, so nothing of it can be called"
+        return None, NO_SERVER
     return None, f"{len(found)} processes claimed to be the grader's server (the notebook served twice)"
 
 

@@ -36,6 +36,7 @@ from course_lib.grading.help_taken import help_taken
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
 from course_lib.grading.plugin import _read_records
 from course_lib.grading.questions import grade_questions, questions_not_graded
+from course_lib.grading.forked import NO_SERVER
 from course_lib.grading.remote import Served, Unserved, server_pipes
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, bwrap_command, give_to, learner_uid, process_limit,
@@ -305,7 +306,7 @@ def _verify(launched, sandboxed):
     if base is None:
         return None, "this machine's kernel has no seccomp, so the grader cannot tell its server from another process"
     if not found:
-        return None, "the notebook's run did not reach the grader's last cell, so nothing of it can be called"
+        return None, NO_SERVER
     return None, f"{len(found)} processes claimed to be the grader's server (the notebook served twice)"
 
 
@@ -513,6 +514,9 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
             results = [Result(e.name, "not run", reason, 0, e.points) for e in found]
         else:
             unserved = outcomes.pop("unserved", None)
+            if unserved == NO_SERVER and "this kernel runs without seccomp" in run.output:
+                unserved = ("this machine refused the seccomp filter that marks the grader's server, so no "
+                            "process of the notebook could be trusted to answer the grader's calls")
             results = no_credit(verdicts(run.cells, placements, settings, run.stopped, outcomes, pass_lines,
                                          unserved), submission, root)
         touched = changed(before, tree_hash(copy_root, ("course_lib",)))
@@ -532,7 +536,8 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
                   submission=submission, placements=placements, retried=retried,
                   log=_diagnosis(run, settings, tries) + (f"\nthe notebook stopped: {stop}" if stop else "")
                   + f"\nthe grader's checks took {sum(check_cpu):.3f} s of CPU",
-                  sandbox=SANDBOXED if sandboxed else UNSANDBOXED, stopped=stop,
+                  sandbox=(SANDBOXED if sandboxed else UNSANDBOXED) + (
+                      " without seccomp" if "this kernel runs without seccomp" in run.output else ""), stopped=stop,
                   cpu_seconds=None if None in cpu_used else round(sum(cpu_used), 2),
                   check_cpu_seconds=round(sum(check_cpu), 3), seed=base_seed)
 
