@@ -132,7 +132,7 @@ def sandbox_uid():
 
 
 def learner_uid(sandboxed):
-    """The user id a notebook's code (its run, or the probe of its definitions) runs as; None: the
+    """The user id a notebook's code (its run, and its servers) runs as; None: the
     grader's own. A root grader gives it a user of its own: in a sandbox always, and without one
     where such a user can run this Python (unprivileged_python; the Gradescope autograder refuses
     to grade where it cannot)."""
