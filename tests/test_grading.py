@@ -1277,37 +1277,6 @@ def test_the_copy_keeps_a_helper_or_an_answer_bound_in_a_later_cell(learner, tmp
     assert "def next_token_targets" in code[p.defined_in].source
 
 
-BORROWS = {  # the softmax exercise of lesson 01 answered with the course's own softmax
-    "imported under another name": ("from course_lib.attention import softmax as sm", "return sm(x)"),
-    "imported in the function": (None, "import course_lib.attention as A\nreturn A.softmax(x)"),
-    "bound to its name": ("import course_lib.attention\nsoftmax = course_lib.attention.softmax", None),
-    "imported as its name": ("from course_lib.attention import softmax", None),
-}
-
-
-@pytest.mark.parametrize("how", BORROWS)
-def test_the_courses_own_implementation_gets_no_credit(how):
-    from course_lib.grading import borrowed
-    cell, body = BORROWS[how]
-    lesson = ROOT / "exercises" / "01_attention_by_hand.ipynb"
-    nb = fill(read(lesson), {"softmax": body or REFERENCE["softmax"]})
-    at = next(i for name, i, _ in exercises(nb) if name == "softmax")
-    if cell:
-        nb.cells.insert(at + 1 if body is None else at, nbformat.v4.new_code_cell(cell))
-    assert borrowed.borrowed(nb, "softmax") == "course_lib.attention.softmax"
-    (r,) = borrowed.no_credit([verdicts.Result("softmax", "passed", "softmax: 26 checks passed", 1, 1)], nb)
-    assert (r.status, r.points) == ("failed", 0)
-    assert r.feedback.startswith("no credit: the answer uses the course's own course_lib.attention.softmax")
-
-
-@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
-def test_the_lessons_own_solutions_are_not_taken_for_the_courses_implementation(lesson):
-    """tests/answers.py's REFERENCE calls course_lib (it is flagged); the lessons' solutions are written out."""
-    from course_lib.grading import borrowed
-    nb = read(lesson)
-    assert [name for name, _, _ in exercises(nb) if borrowed.borrowed(nb, name)] == []
-
-
 def test_the_gradebook_says_what_each_notebook_cost_in_cpu(graded_class):
     cpu = {r["learner"]: float(r["cpu_seconds"]) for r in graded_class["rows"] if r["cpu_seconds"]}
     assert cpu["helper"] > 0.1  # its pytest and kernel, which ran the lesson's cells

@@ -8,7 +8,7 @@ graded kernel refuses) and says, in a cell that prints what it made; the victim,
 looks for each and says what it saw.
 What each cell said is read from the run the job's sandbox returned, never from a verdict, so
 these tests hold whatever decides the verdicts. Then the grader's own reading of a copy (links,
-huge files), names with control characters, and the course's own source handed in as an answer.
+huge files), names with control characters; then the attacks of issue 40 and the honest habits.
 """
 import csv
 import errno
@@ -19,7 +19,7 @@ import re
 import nbformat
 import pytest
 
-from course_lib.grading import borrowed, gradebook, graded_copy, run, sandbox, session
+from course_lib.grading import gradebook, graded_copy, run, sandbox, session
 
 from test_grading import (EXERCISE, LESSON, _replace_exercise, blank, exercise_source, toy_lessons,
                           with_cell)
@@ -315,83 +315,6 @@ def test_printable_escapes_every_control_character_and_keeps_text():
     assert sandbox.printable("one\ntwo\r", lines=True) == "one\ntwo\\r"
 
 
-# ---------------------------------------------------------------- the course's own source as an answer
-
-def _lesson_01(**cells):
-    """Lesson 01's exercise notebook answered with the reference, its softmax cell replaced by `softmax`."""
-    from answers import REFERENCE
-    from notebook_tools import ROOT, fill, read
-    nb = fill(read(ROOT / "exercises" / "01_attention_by_hand.ipynb"), REFERENCE)
-    index = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "def softmax(" in c.source)
-    nb.cells[index].source = cells["softmax"]
-    return nb
-
-
-def _pasted_softmax():
-    """course_lib.attention.softmax as a learner would paste it: locals and arguments renamed,
-    docstring dropped, a comment added."""
-    import ast
-    import inspect
-
-    from course_lib import attention
-    tree = ast.parse(inspect.getsource(attention.softmax))
-    function = tree.body[0]
-    function.body = function.body[1:]   # the docstring
-    renamed = {a.arg for a in function.args.args} | {
-        n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and node.id in renamed:
-            node.id += "_mine"
-        elif isinstance(node, ast.arg):
-            node.arg += "_mine"
-    return "# my own softmax\n" + ast.unparse(tree)
-
-
-@pytest.mark.parametrize("source, reason", [
-    ("import inspect, course_lib.attention\nexec(inspect.getsource(course_lib.attention.softmax))",
-     "it runs the course's own source of course_lib.attention.softmax (exec of inspect.getsource)"),
-    ("from inspect import getsource\nfrom course_lib import attention as A\n"
-     "exec(getsource(A.softmax).replace('def softmax', 'def _theirs'))\n\n\n"
-     "def softmax(x, axis=-1):\n    return _theirs(x, axis)",
-     "it runs the course's own source of course_lib.attention.softmax (exec of inspect.getsource)"),
-    (None, "its softmax is a copy of the course's own course_lib.attention.softmax"),
-    ("wrapper", "its softmax calls _helper, which is a copy of the course's own course_lib.attention.softmax"),
-])
-def test_the_courses_own_source_pasted_or_execd_gets_no_credit_with_the_reason(source, reason):
-    from course_lib.grading.verdicts import Result
-    if source is None:
-        source = _pasted_softmax()
-    elif source == "wrapper":
-        source = (_pasted_softmax().replace("def softmax(", "def _helper(")
-                  + "\n\n\ndef softmax(x, axis=-1):\n    return _helper(x, axis)")
-    nb = _lesson_01(softmax=source)
-    assert borrowed.copied(nb, "softmax") == reason
-    (result,) = borrowed.no_credit([Result("softmax", "passed", "softmax: 9 checks passed", 1, 1)], nb)
-    assert (result.status, result.points) == ("failed", 0)
-    assert result.feedback == f"no credit: {reason} (the implementation this exercise asks you to write); " \
-                              f"write it yourself"
-
-
-def test_the_lessons_own_answers_and_short_course_functions_are_not_called_copies():
-    """Every lesson's solution (which solution() shows), and the tests' reference answers, are the
-    learners' to write the way the lesson does; a course function under COPY_NODES nodes may be
-    written the same way by anyone, so a copy of it is not named."""
-    from answers import REFERENCE
-    from notebook_tools import LESSONS, ROOT, fill, read
-    from course_lib.exercises import exercises
-    for path in LESSONS:
-        for nb in (read(path), fill(read(ROOT / "exercises" / path.name), REFERENCE)):
-            for name, _, _ in exercises(nb):
-                assert borrowed.copied(nb, name) is None, (path.name, name)
-    import inspect
-
-    from course_lib import costs
-    short = inspect.getsource(costs.count_params)
-    assert sum(1 for _ in __import__("ast").walk(__import__("ast").parse(short))) < borrowed.COPY_NODES + 2
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(short)])
-    assert borrowed.copied(nb, "count_params") is None
-
-
 # ---------------------------------------------------------------- the environment through a link
 
 @pytest.mark.skipif(sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}")
@@ -648,6 +571,13 @@ ATTACKERS = {
         later=["import types\nfrom course_lib import attention\n"
                "softmax = types.FunctionType(attention.softmax.__code__, attention.__dict__, 'softmax')"]),
     "ref_softmax": lambda: three({"softmax": "from course_lib.checks import lesson01\nreturn lesson01.ref.softmax(x, axis)"}),
+    # the course's softmax pasted (its names renamed, its docstring dropped, a comment added), and
+    # its source exec'd, renamed, behind a wrapper
+    "pasted": lambda: _with_softmax(three(RIGHT), _pasted_softmax()),
+    "execs_source": lambda: _with_softmax(three(RIGHT), (
+        "from inspect import getsource\nfrom course_lib import attention as A\n"
+        "exec(getsource(A.softmax).replace('def softmax', 'def _theirs'))\n\n\n"
+        "def softmax(x, axis=-1):\n    return _theirs(x, axis)")),
     # a function that ends its process; the exercises after it are still checked
     "dies": lambda: three({"next_token_targets": "import os\nos._exit(0)", "next_byte_loss": RIGHT["next_byte_loss"],
                            "softmax": RIGHT["softmax"]}),
@@ -661,6 +591,32 @@ ATTACKERS = {
     # control characters in a cell that stops, quoted beside the grade of what was served
     "control_characters": lambda: three({"next_token_targets": "return ids, ids"}, cells=[CONTROL]),
 }
+
+def _with_softmax(nb, source):
+    at = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "def softmax(" in c.source)
+    nb.cells[at].source = source
+    return nb
+
+
+def _pasted_softmax():
+    """course_lib.attention.softmax as a learner would paste it: locals and arguments renamed,
+    docstring dropped, a comment added."""
+    import ast
+    import inspect
+
+    from course_lib import attention
+    tree = ast.parse(inspect.getsource(attention.softmax))
+    function = tree.body[0]
+    function.body = function.body[1:]   # the docstring
+    renamed = {a.arg for a in function.args.args} | {
+        n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and node.id in renamed:
+            node.id += "_mine"
+        elif isinstance(node, ast.arg):
+            node.arg += "_mine"
+    return "# my own softmax\n" + ast.unparse(tree)
+
 
 HABITS_OF_THE_TOP = {
     "logger_device_module": (
@@ -753,6 +709,42 @@ def test_the_checkers_modules_and_copies_of_the_courses_code_earn_no_credit(thir
         and FLAGGED in got["softmax"][1], got
     ref = _grade(third_class, "ref_softmax")["softmax"]
     assert ref[0] == "failed" and "course_lib.attention.softmax, the course's own softmax" in ref[1], ref
+
+
+@needs_forked
+@pytest.mark.parametrize("learner", ["pasted", "execs_source"])
+def test_the_courses_own_source_pasted_or_execd_earns_no_credit(third_class, learner):
+    got = _grade(third_class, learner)["softmax"]
+    assert got[0] == "failed" and got[1].startswith("no credit: your function called a copy of "
+                                                    "course_lib.attention.softmax, the course's own softmax"), got
+
+
+def test_the_lessons_own_solutions_and_short_course_functions_are_not_taken_for_copies():
+    """Every lesson's solution (which solution() shows) is the learners' to write the way the lesson
+    does: none is a copy of the course's answer as the watch tells copies; nor is a function of
+    fewer than COPY_SIZE bytes of bytecode, which anyone may write the same way."""
+    import os
+    import types
+
+    import course_lib
+    from course_lib import checks
+    from course_lib.checks import core
+    from course_lib.exercises import exercises
+    from course_lib.grading import kernel
+    from notebook_tools import LESSONS, read
+    checks.load_checkers()
+    lib = os.path.dirname(os.path.abspath(course_lib.__file__)) + os.sep
+    modules = [f"course_lib.checks.{m}" for m in checks._MODULES if m.startswith("lesson")]
+    (_, _, _, _, copies), _ = kernel._tables(modules, lib, dict(core.LEARNER_SIDE))
+    assert copies and all(len(k[0]) >= kernel.COPY_SIZE for k in copies)
+    for path in LESSONS:
+        nb = read(path)
+        for name, i, _ in exercises(nb):
+            code = compile(nb.cells[i].source, "<cell>", "exec")
+            for function in (c for c in code.co_consts if isinstance(c, types.CodeType)):
+                for inner in kernel._codes(function, {}).values():
+                    assert kernel.copy_key(inner) not in copies, (path.name, name, copies[kernel.copy_key(inner)])
+                    assert kernel.copy_key(inner, docstring=False) not in copies, (path.name, name)
 
 
 @needs_forked

@@ -153,8 +153,8 @@ def test_the_kernel_refuses_what_would_get_round_the_grader_and_allows_what_a_le
 
 def test_the_server_carries_the_mark_and_the_kernel_does_not(served):
     (server,) = served["children"]   # the trigger forked it, and it was set up before the cell went on
-    assert kernel.filters_of(server) == kernel.filters_of(served["kernel"]) + 1
-    assert kernel.filters_of(served["kernel"]) == (kernel.filters() or 0) + 1
+    assert kernel.filters(server) == kernel.filters(served["kernel"]) + 1
+    assert kernel.filters(served["kernel"]) == (kernel.filters() or 0) + 1
 
 
 def test_a_right_answer_with_a_logger_and_prints_passes_and_a_wrong_one_gets_its_hint(served):

@@ -21,7 +21,6 @@ A notebook's way through grading, one module per stage:
    exercise, with data only (`wire`), while a watch there reports the course's answer used;
 5. `verdicts`: one result per exercise (a pass is the lesson's pass line printed in the grader,
    nothing flagged), with the reason in words, and where the notebook stopped;
-   `borrowed`: no credit for the course's own implementation written into a cell;
    `calls`, `questions` and `help_taken`: read from the notebook's source, never run, the answers
    to the lesson's questions and the hints and solutions asked for;
 6. `collect` (an LMS's download laid out as the class folder), `roster`, and `term` with

@@ -108,9 +108,9 @@ class ForkedKernel:
         self.send_signal(signal.SIGKILL)
 
 
-def _become_kernel(read_end, std_path, checks):
-    """In the kernel-to-be: wait for nbval's launch, then run the graded kernel (`kernel.run_kernel`)
-    as `python -m ipykernel_launcher` would run ipykernel; `checks`: the lesson's checker module."""
+def _become_kernel(read_end, std_path, config):
+    """In the kernel-to-be: wait for nbval's launch, then run the graded kernel (`kernel.run_kernel`,
+    given `config`) as `python -m ipykernel_launcher` would run ipykernel."""
     try:
         os.setpgid(0, 0)             # its own process group, which the runner signals
     except OSError:                  # the runner made it so first
@@ -151,7 +151,7 @@ def _become_kernel(read_end, std_path, checks):
         # environment when the zygote imported it: a kernel ends when its runner does
         del sys.path[0]
         from course_lib.grading.kernel import run_kernel
-        run_kernel(sys.argv[1:], {"fds": list(SERVER), "checks": checks},
+        run_kernel(sys.argv[1:], dict(config, fds=list(SERVER)),
                    parent_handle=int(env.get("JPY_PARENT_PID") or 0))
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -212,7 +212,7 @@ def _run_notebook(order, std_path):
     if kernel == 0:
         os.close(KEYS)
         os.close(write_end)
-        _become_kernel(read_end, std_path, order.get("checks"))
+        _become_kernel(read_end, std_path, order["kernel"])
     try:
         os.setpgid(kernel, kernel)   # before jupyter_client reads its group, whichever runs first
     except OSError:
@@ -340,32 +340,17 @@ def _watch_mqueue():
         pass
 
 
-NO_SERVER = "the notebook's run did not reach the grader's last cell, so nothing of it can be called"
-
-
 def _verify(marked):
-    """After the runner: kill every process of the notebook but the one carrying `marked` seccomp
-    filters (its server); (its pid, None) when there was exactly one, else (None, why not)."""
-    from course_lib.grading.kernel import filters_of
+    """After the runner: the notebook's server alone left (`kernel.keep_server`), reaped."""
+    from course_lib.grading.kernel import keep_server
     _reap()
-    found = [pid for pid in _others() if filters_of(pid) == marked]
-    keep = found[0] if len(found) == 1 else None
-    for pid in _others():
-        if pid != keep:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    server, why = keep_server(_others(), marked)
     for _ in range(1000):
         _reap()
-        if all(pid == keep for pid in _others()):
+        if all(pid == server for pid in _others()):
             break
         time.sleep(0.005)
-    if keep is not None:
-        return keep, None
-    if not found:
-        return None, NO_SERVER
-    return None, f"{len(found)} processes claimed to be the grader's server (the notebook served twice)"
+    return server, why
 
 
 def _wait(runner):
@@ -416,15 +401,14 @@ def serve():
         os.dup2(fd, number)
         os.close(fd)
     std_path = [p for p in sys.path if p and p not in setup["python_path"]]
-    sys.path[:0] = [setup["no_debugger"]]
     sys.modules["rfc3987_syntax"] = None
+    sys.modules["debugpy"] = None    # a kernel starts without its debugger (about 0.1 s of CPU)
     for name in LIBRARIES:
         __import__(name)
     sys.modules["course_lib.checks"].load_checkers()  # every lesson's (each loads on first use)
     nbformat = sys.modules["nbformat"]  # nbval validates the notebook it reads: compile that schema once
     nbformat.reads(nbformat.writes(nbformat.v4.new_notebook()), as_version=4)
-    sys.path.remove(setup["no_debugger"])
-    sys.modules.pop("debugpy", None)
+    sys.modules.pop("debugpy", None)   # a notebook that imports it gets the real one
     del sys.modules["rfc3987_syntax"]
     # what was made so far lives as long as the zygote: the garbage collector of each fork
     # (the runner's pytest collects at its end, the kernel as it runs) need not walk it
@@ -457,9 +441,7 @@ def serve():
                 os._exit(4)
         status = _wait(runner)
         if status is not None and status != -signal.SIGKILL:   # the run ended: its server, if any
-            server, why = _verify(marked) if marked is not None else (
-                None, "this machine's kernel has no seccomp, so the grader cannot tell its server from "
-                      "another process")
+            server, why = _verify(marked)
             os.write(STATUS, (f"serving {server}\n" if server else f"unserved {why}\n").encode())
             served = _wait_for_stop(server)
             status = status if served else None

@@ -49,43 +49,6 @@ PYTEST_INI = """\
 addopts = --nbval-lax --nbval-current-env -p no:cacheprovider -q
 """
 
-STARTUP = '''\
-# Written by course_lib.grading: run by the kernel before any learner code. (The limits are
-# set before the kernel starts, by the copy's first process.)
-def _grading_preload():
-    # the libraries the notebook imports, so their import counts as the kernel's start-up
-    import os, sys
-    # the check cells import course_lib.checks, which imports nbformat and so jsonschema, whose
-    # optional URL grammar (rfc3987_syntax) costs about 2 s of CPU to compile and is never used
-    sys.modules.setdefault("rfc3987_syntax", None)
-    # the kernel started without its debugger (debugpy, about 0.1 s of CPU), kept out by a module
-    # of that name that refuses to import, first on its path; out of the way now, so a notebook
-    # that imports debugpy gets the real one
-    sys.path[:] = [p for p in sys.path if os.path.basename(p) != {kernel_path!r}]
-    import importlib
-    importlib.invalidate_caches()
-    for name in filter(None, os.environ.pop("COURSE_GRADING_PRELOAD", "").split(",")):
-        try:
-            __import__(name)
-        except Exception:  # the learner's own import will show the error
-            pass
-
-
-_grading_preload()
-del _grading_preload
-'''
-# A folder first on the kernel's path while it starts (`plugin.pytest_configure`), and only then.
-KERNEL_PATH = ".grading-kernel-path"
-NO_DEBUGGER = 'raise ImportError("a graded kernel starts without its debugger")\n'
-
-
-KERNEL_CONFIG = """\
-# Written by course_lib.grading: the kernel keeps its input history in memory (In, Out and
-# %history work as usual), with no database to create, write and close for each notebook.
-c.HistoryManager.hist_file = ":memory:"
-"""
-
-
 @dataclass
 class Placement:
     """Where the graded copy defines each exercise, in nbval's numbering of code cells."""
@@ -288,13 +251,6 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
     nbformat.write(nb, folder / "notebooks" / lesson_name)
     (folder / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     (folder / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
-    startup = folder / ".ipython" / "profile_default" / "startup"
-    startup.mkdir(parents=True)
-    (startup / "00-grading-preload.py").write_text(STARTUP.replace("{kernel_path!r}", repr(KERNEL_PATH)),
-                                                  encoding="utf-8")
-    (folder / KERNEL_PATH).mkdir()
-    (folder / KERNEL_PATH / "debugpy.py").write_text(NO_DEBUGGER, encoding="utf-8")
-    (startup.parent / "ipython_kernel_config.py").write_text(KERNEL_CONFIG, encoding="utf-8")
     _copy_font_cache(folder / ".matplotlib")
     code = [c for c in nb.cells if c.cell_type == "code"]
     settings = dict(cell_timeout=cell_timeout, memory_bytes=int(memory_bytes),
@@ -302,8 +258,8 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
                     startup_timeout=startup_timeout, preload=preloads(nb),
                     checks=[p.__dict__ for p in placements],
                     sources={str(i): _first_line(c.source) for i, c in enumerate(code)},
-                    # the graded kernel's (`kernel.install`): the lesson's checker module
-                    kernel={"checks": checks})
+                    # the graded kernel's (`kernel.run_kernel`): its lesson's checker modules, what it imports
+                    kernel={"checks": checks, "preload": preloads(nb)})
     (folder / "grading.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
 
 

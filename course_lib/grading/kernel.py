@@ -45,8 +45,6 @@ from course_lib.grading import wire
 TRIGGER = "course_lib.serve"
 TRIGGER_CELL = ('# Added by the grader: from here, its checks call your functions.\n'
                 'import sys\nsys.audit("course_lib.serve", globals())')
-CHANNELS = ("ctl", "req", "rep", "flag", "cst")   # the order of the fds in a config's "fds"
-_O_PATH = getattr(os, "O_PATH", 0)
 
 
 # ---------------------------------------------------------------- seccomp
@@ -104,19 +102,7 @@ def bpf(rules, machine=None):
     return b"".join(code)
 
 
-def filters():
-    """How many seccomp filters this process has (Seccomp_filters in /proc/self/status), or None."""
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"Seccomp_filters:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def filters_of(pid):
+def filters(pid="self"):
     """The seccomp filter count of process `pid` (None when it is gone or not said)."""
     try:
         with open(f"/proc/{pid}/status", "rb") as f:
@@ -126,6 +112,44 @@ def filters_of(pid):
     except (OSError, ValueError):
         pass
     return None
+
+
+NO_SERVER = "the notebook's run did not reach the grader's last cell, so nothing of it can be called"
+
+
+def descendants(pid):
+    """The pids of the processes under `pid` (its children's, and theirs), from /proc."""
+    found, todo = [], [pid]
+    while todo:
+        here = todo.pop()
+        try:
+            children = [int(c) for task in os.listdir(f"/proc/{here}/task")
+                        for c in open(f"/proc/{here}/task/{task}/children").read().split()]
+        except (OSError, ValueError):
+            children = []
+        found += children
+        todo += children
+    return found
+
+
+def keep_server(pids, marked):
+    """Kill every process of `pids` (a notebook's) but the one with `marked` seccomp filters (its
+    server); (its pid, None) when there was exactly one, else (None, why there is no server)."""
+    import signal
+    found = [pid for pid in pids if filters(pid) == marked]
+    server = found[0] if len(found) == 1 and marked is not None else None
+    for pid in pids:
+        if pid != server:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    if server is not None:
+        return server, None
+    if marked is None:
+        return None, "this machine's kernel has no seccomp, so the grader cannot tell its server from another process"
+    return None, NO_SERVER if not found else (f"{len(found)} processes claimed to be the grader's server "
+                                               f"(the notebook served twice)")
 
 
 # ---------------------------------------------------------------- the hook (a template)
@@ -142,7 +166,7 @@ def _hook(event, args):
     if event not in "<<EVENTS>>":
         return
     (getpid, fork, setsid, exit_, write, read, fstat, close, closerange, dup2, open_, kill, waitpid,
-     pidfd_open, exitcode, select_, RDWR, RDONLY, PATH_NOFOLLOW, pipe) = "<<OS>>"
+     pidfd_open, exitcode, select_, RDWR, RDONLY, pipe) = "<<OS>>"
     (getframe, settrace, setprofile, getprofile, setrecursionlimit, start_thread, gc_disable, gc_callbacks,
      signal_, signals) = "<<SYS>>"
     (id_, type_, str_, int_, len_, dict_, bytes_, tuple_, frozenset_, PermissionError_, BaseException_,
@@ -273,15 +297,22 @@ def _hook(event, args):
         close(keep[0])
     except BaseException_:
         exit_(71)
+    def reap(child, pidfd, current, first, kill=kill, waitpid=waitpid, close=close, write=write, cst=cst,
+             str_=str_, exitcode=exitcode):
+        """Kill S if `first`, wait for it, say on CST how it ended; 0 (no S now)."""
+        if first:
+            kill(child, 9)
+        status = waitpid(child, 0)[1]
+        close(pidfd)
+        write(cst, b"ended " + current + b" " + str_(exitcode(status)).encode() + b"\n")
+        return 0
+
     buffer, child, pidfd, current, words, reset = b"", 0, -1, b"", [], False
     while True:   # ------------------------------------------------ C's loop
         try:
             ready = select_([ctl] if child == 0 else [ctl, pidfd], [], [], None)[0]
             if child != 0 and pidfd in ready:
-                status = waitpid(child, 0)[1]
-                close(pidfd)
-                write(cst, b"ended " + current + b" " + str_(exitcode(status)).encode() + b"\n")
-                child = 0
+                child = reap(child, pidfd, current, False)
                 continue
             chunk = read(ctl, 65536)
         except BaseException_:
@@ -298,11 +329,7 @@ def _hook(event, args):
             if not reset:
                 continue           # left in the pipe from before this server: not the grader's now
             if words[0] in (b"kill", b"reset", b"end") and child != 0:
-                kill(child, 9)
-                status = waitpid(child, 0)[1]
-                close(pidfd)
-                write(cst, b"ended " + current + b" " + str_(exitcode(status)).encode() + b"\n")
-                child = 0
+                child = reap(child, pidfd, current, True)
             if words[0] == b"reset" and len_(words) == 2:
                 write(cst, b"reset " + words[1] + b"\n")
             if words[0] == b"end":
@@ -358,6 +385,8 @@ def _hook(event, args):
                             kind = type_(c)
                             consts.append(c if kind in plain else kind is code_type)
                         label = copies.get((code.co_code, code.co_names, tuple_(consts)))
+                        if label is None:   # the course's answer, its docstring (slot 0) set aside
+                            label = copies.get((code.co_code, code.co_names, tuple_(consts[1:]), 0))
                     if label is None:
                         return
             elif event == "c_call":
@@ -374,31 +403,25 @@ def _hook(event, args):
             except BaseException_:
                 exit_(72)
 
-        def send(data, W="<<SEND>>"):
-            """Write a reply on REP, whole, once it is checked to be the grader's pipe still."""
-            (rep, ident, fstat, write, exit_, memoryview_, BaseException_) = W
+        def send(data, flag=False, W="<<SEND>>"):
+            """Write `data` whole on REP (on FLAG with flag=True), once checked to be the grader's pipe still."""
+            (rep, flag_fd, ident, flag_ident, fstat, write, exit_, memoryview_, BaseException_) = W
+            fd, ident = (flag_fd, flag_ident) if flag else (rep, ident)
             try:
-                info = fstat(rep)
+                info = fstat(fd)
                 if (info.st_dev, info.st_ino) != ident:
                     exit_(72)
                 view = memoryview_(data)
                 while view:
-                    view = view[write(rep, view):]
+                    view = view[write(fd, view):]
             except BaseException_:
                 exit_(72)
 
-        def watched(W="<<WATCHED>>", watch=watch):
+        def watched(getprofile=getprofile, watch=watch, send=send):
             """Whether the watch is still this process's profile; when not, say so on FLAG."""
-            (getprofile, flag, ident, fstat, write, exit_, BaseException_) = W
             if getprofile() is watch:
                 return True
-            try:
-                info = fstat(flag)
-                if (info.st_dev, info.st_ino) != ident:
-                    exit_(72)
-                write(flag, b"F tamper:the watch was switched off\n")
-            except BaseException_:
-                exit_(72)
+            send(b"F tamper:the watch was switched off\n", True)
             return False
     except BaseException_:
         exit_(78)
@@ -453,12 +476,14 @@ def _codes(obj, found):
     return found
 
 
-def copy_key(code):
-    """What a copy of `code` (FunctionType, code.replace, exec of its source) shares with it."""
+def copy_key(code, docstring=True):
+    """What a copy of `code` shares with it, made by FunctionType or code.replace, by exec of its
+    source, or pasted (its names renamed, its comments and annotations changed; and its docstring,
+    with docstring=False, for the course's answers: a checker's helper may be a lesson's solution)."""
     import types
     plain = (str, int, float, bool, bytes, type(None), type(...))
-    return (code.co_code, code.co_names,
-            tuple(c if type(c) in plain else type(c) is types.CodeType for c in code.co_consts))
+    consts = tuple(c if type(c) in plain else type(c) is types.CodeType for c in code.co_consts)
+    return (code.co_code, code.co_names, consts) if docstring else (code.co_code, code.co_names, consts[1:], 0)
 
 
 def _tables(checks_modules, lib, learner_side):
@@ -505,7 +530,7 @@ def _tables(checks_modules, lib, learner_side):
                     continue   # (a library's code a course function was wrapped in is not the course's,
                                # and a comprehension or a line or two is anyone's)
                 rel = os.path.relpath(code.co_filename, lib)[:-3].replace(os.sep, ".").removesuffix(".__init__")
-                copies[copy_key(code)] = f"copy:course_lib.{rel}.{code.co_qualname}"
+                copies[copy_key(code, docstring=in_checks)] = f"copy:course_lib.{rel}.{code.co_qualname}"
                 keep.append(code)
     keep.extend(skip.values())
     return (frozenset(skip), frozenset(wanted), py_table, c_table, copies), keep
@@ -626,7 +651,7 @@ def install(config):
         "<<TRIGGER>>": TRIGGER,
         "<<OS>>": (os.getpid, os.fork, os.setsid, os._exit, os.write, os.read, os.fstat, os.close, os.closerange,
                    os.dup2, os.open, os.kill, os.waitpid, os.pidfd_open, os.waitstatus_to_exitcode, select.select,
-                   os.O_RDWR, os.O_RDONLY, _O_PATH | os.O_NOFOLLOW, os.pipe),
+                   os.O_RDWR, os.O_RDONLY, os.pipe),
         "<<SYS>>": (sys._getframe, sys.settrace, sys.setprofile, sys.getprofile, sys.setrecursionlimit,
                     _thread.start_new_thread, gc.disable, gc.callbacks, signal.signal, handlers),
         "<<PY>>": (id, type, str, int, len, dict, bytes, tuple, frozenset, PermissionError, BaseException,
@@ -639,8 +664,7 @@ def install(config):
         "<<WATCH>>": (lib, len(lib), TRUSTED_NAME, skip, wanted, frozen(py_table), frozen(c_table),
                       frozenset(len(k[0]) for k in copies), frozen(copies), plain, types.CodeType,
                       flag[0], flag[1], os.fstat, os.write, os._exit, id, type, len, tuple, BaseException, roots),
-        "<<SEND>>": (rep[0], rep[1], os.fstat, os.write, os._exit, memoryview, BaseException),
-        "<<WATCHED>>": (sys.getprofile, flag[0], flag[1], os.fstat, os.write, os._exit, BaseException),
+        "<<SEND>>": (rep[0], flag[0], rep[1], flag[1], os.fstat, os.write, os._exit, memoryview, BaseException),
     }
     code = _bake(_hook.__code__, constants)
     hook = types.FunctionType(code, {"__builtins__": {}}, "grading_hook")
@@ -825,11 +849,27 @@ def _report(thunk, out):
 # ---------------------------------------------------------------- a kernel process
 
 def run_kernel(argv, config, **app):
-    """Start ipykernel as `python -m ipykernel_launcher` would, with `install(config)` before its first cell."""
+    """Start ipykernel as `python -m ipykernel_launcher` would, with `install(config)` before its first cell.
+
+    It imports first what its lesson does (config's "preload": their import counts as the kernel's
+    start-up), keeps its input history in memory (In, Out and %history work, with no database to
+    write) and starts without its debugger (about 0.1 s of CPU); a notebook that imports debugpy
+    gets the real one."""
+    for name in config.get("preload") or ():
+        try:
+            __import__(name)
+        except Exception:   # the learner's own import says what is wrong
+            pass
+    from traitlets.config import Config
+    sys.modules.setdefault("debugpy", None)
     from ipykernel.kernelapp import IPKernelApp
     from tornado import ioloop
-    kernel_app = IPKernelApp.instance(**app)
+    settings = Config()
+    settings.HistoryManager.hist_file = ":memory:"
+    kernel_app = IPKernelApp.instance(config=settings, **app)
     kernel_app.initialize(argv)
+    if sys.modules.get("debugpy", 0) is None:
+        del sys.modules["debugpy"]
     if kernel_app.poller is not None:     # IPKernelApp.start, with the protections installed once
         kernel_app.poller.start()         # ipykernel has started the last of its threads
     kernel_app.kernel.start()

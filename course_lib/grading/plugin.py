@@ -13,7 +13,7 @@ import signal
 import time
 from pathlib import Path
 
-from course_lib.grading.graded_copy import KERNEL_PATH, read_regular
+from course_lib.grading.graded_copy import read_regular
 from course_lib.grading.sandbox import STARTUP_TIMEOUT
 
 # ---------------------------------------------------------------- the pytest plugin (in the copy)
@@ -186,11 +186,8 @@ def pytest_configure(config):
     config.option.nbval_cell_timeout = settings["cell_timeout"]
     threads = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                 "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
-    path = [str(folder / KERNEL_PATH), str(folder), os.environ.get("PYTHONPATH", "")]
-    os.environ.update(threads, PYTHONPATH=os.pathsep.join(path),
-                      IPYTHONDIR=str(folder / ".ipython"), PYTHONDONTWRITEBYTECODE="1",
-                      MPLBACKEND="agg",
-                      COURSE_GRADING_PRELOAD=",".join(settings.get("preload", [])))
+    path = [str(folder), os.environ.get("PYTHONPATH", "")]
+    os.environ.update(threads, PYTHONPATH=os.pathsep.join(path), PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="agg")
     startup = settings.get("startup_timeout", STARTUP_TIMEOUT)
     config.option.nbval_kernel_startup_timeout = startup
     _patch_kernel(startup, settings["cell_timeout"])

@@ -30,13 +30,12 @@ from pathlib import Path
 import nbformat
 
 from course_lib.exercises import ROOT
-from course_lib.grading.borrowed import no_credit
 from course_lib.grading.graded_copy import changed, graded_copy, tree_hash, write_copy
 from course_lib.grading.help_taken import help_taken
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
 from course_lib.grading.plugin import _read_records
 from course_lib.grading.questions import grade_questions, questions_not_graded
-from course_lib.grading.forked import NO_SERVER
+from course_lib.grading.kernel import NO_SERVER
 from course_lib.grading.remote import Served, Unserved, server_pipes
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, bwrap_command, give_to, learner_uid, process_limit,
@@ -53,7 +52,9 @@ from course_lib.grading.verdicts import Result, _cell_name, stopped_at, verdicts
 # other process of its user (the kernel) can read the key from its memory, and the reaper of
 # what its kernel leaves running (the server, once the kernel is gone). nbval's kernel is the
 # graded kernel (`kernel`), given the server's fds; pytest keeps none. Once pytest ends it
-# says so (signed) and waits, until the grader closes its stdin, while the grader checks.
+# kills every process under it but the server (`kernel.keep_server`, as a job's zygote does),
+# says so (signed) and waits, until the grader closes its stdin, while the grader checks; then
+# it ends them and records the CPU of all (the server's waited for too).
 # Less the second of CPU that jsonschema (imported by nbformat) spends compiling a grammar
 # for a URL format check that notebooks never use; only nbval and the plugin are loaded, not
 # every pytest plugin installed (xdist...).
@@ -95,11 +96,20 @@ os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 status = pytest.main(["-p", "nbval.plugin", *sys.argv[1:]])
 for fd in fds:
     os.close(fd)
-if resource is not None:  # the CPU of this process and the kernel it waited for
+from course_lib.grading.kernel import descendants, filters, keep_server
+marked = None if filters() is None else filters() + 2    # the kernel's filter, then the server's mark
+server, why = keep_server(descendants(os.getpid()), marked)
+g._record({"finished": status, "server": server, "unserved": why})
+sys.stdin.read()
+keep_server(descendants(os.getpid()), -1)
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+if resource is not None:  # the CPU of this process and every one under it
     used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     g._record({"cpu_seconds": round(sum(u.ru_utime + u.ru_stime for u in used), 2)})
-g._record({"finished": status})
-sys.stdin.read()
 sys.exit(status)
 """
 
@@ -165,7 +175,7 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
     and not the learner decides how long that takes. `limits` maps resource names
     (RLIMIT_AS...) to the hard limits the copy's first process sets. Once pytest has run,
     `serve(served, why)` is called as in `session.ForkedSandbox.run`: here the grader itself
-    makes sure the notebook's server is the only process of it left (`_verify`).
+    says whether the notebook's server is the only process of it left (`LAUNCH`).
     """
     private = Path(tempfile.mkdtemp(prefix="grading-"))    # the grader's alone: pytest's output
     records = Path(tempfile.mkdtemp(prefix="grading-records-"))  # where the plugin writes
@@ -198,126 +208,46 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
         proc.stdin.flush()
     except OSError:  # pytest ended at once; its output says why
         pass
-    began, ready, stopped, start_failure, served, server_cpu = time.monotonic(), None, None, None, None, 0.0
+    began, ready, stopped, start_failure, served = time.monotonic(), None, None, None, None
     while True:
         try:
             proc.wait(timeout=0.5)
             break
         except subprocess.TimeoutExpired:
             pass
-        entries = _read_records(record, key)[0]
-        if any("finished" in e for e in entries) and served is None:
-            if ready is None:
-                ready = time.monotonic()
-            server, why = _verify(proc.pid, sandboxed)
-            if server is None:
-                served = serve(None, why) if serve else {}
-            else:
-                served = serve(Served(*mine, deadline=ready + notebook_timeout, call_timeout=call_timeout), None) \
-                    if serve else {}
-                server_cpu = _cpu_of(server)
+        finished = next((e for e in _read_records(record, key)[0] if "finished" in e), None)
+        if finished is not None:
+            server = Served(*mine, deadline=(ready or time.monotonic()) + notebook_timeout,
+                            call_timeout=call_timeout) if finished["server"] else None
+            served = serve(server, finished["unserved"]) if serve else {}
             break
         ready, stopped, start_failure = watch(record, key, began, ready, startup_timeout, notebook_timeout)
         if stopped:
             break
     for fd in mine:
         os.close(fd)
-    with _suppress():
-        proc.stdin.close()
     try:
+        proc.stdin.close()
         proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
+    except (OSError, subprocess.TimeoutExpired):
         pass
-    with _suppress():
+    if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+        proc.wait()
     if served is None and serve is not None:
         served = serve(None, stopped or "the notebook's run ended before the grader's last cell")
     entries, forged = _read_records(record, key)
     output = tail(log)
     shutil.rmtree(private, ignore_errors=True)
     shutil.rmtree(records, ignore_errors=True)
-    # what an unsandboxed run left running (a sandbox's die with it)
-    for pid in _tree(proc.pid, entries) if not sandboxed else []:
-        with _suppress():
-            os.kill(pid, signal.SIGKILL)
-    run = outcome(entries, forged, output, stopped, start_failure, proc.returncode)
-    if run.cpu_seconds is not None:
-        run.cpu_seconds = round(run.cpu_seconds + server_cpu, 2)
-    return run, served
-
-
-def _suppress():
-    import contextlib
-    return contextlib.suppress(OSError, ProcessLookupError)
-
-
-def _status(pid):
-    """{field: value} of /proc/<pid>/status ({} when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
-            return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
-    except OSError:
-        return {}
-
-
-def _parents():
-    """{pid: its parent's pid} of every process this grader can see."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            ppid = _status(entry).get("PPid")
-            if ppid is not None:
-                found[int(entry)] = int(ppid)
-    return found
-
-
-def _tree(root, entries=()):
-    """The pids of the processes under `root` (not itself), and the kernel the records name."""
-    parents = _parents()
-    found, todo = [], [root]
-    while todo:
-        here = todo.pop()
-        children = [p for p, parent in parents.items() if parent == here]
-        found += children
-        todo += children
-    return found + [e["kernel_pid"] for e in entries if "kernel_pid" in e and e["kernel_pid"] not in found]
-
-
-def _verify(launched, sandboxed):
-    """After the run, with its first process (`launched`: bubblewrap, or pytest itself) still there:
-    kill every process of the notebook but the one that carries the server's mark; (its pid, None),
-    or (None, why there is no server). The mark: two seccomp filters more than pytest's (the kernel's,
-    then the server's own)."""
-    from course_lib.grading.kernel import filters_of
-    tree = _tree(launched)
-    runner = launched if not sandboxed else next(
-        (p for p in tree if _status(p).get("NSpid", "").split()[-1:] == ["2"]), None)
-    keep = {launched, runner} | ({p for p in tree if p != runner and runner in _tree(p)} if sandboxed else set())
-    base = filters_of(runner) if runner is not None else None
-    found = [p for p in tree if p not in keep and base is not None and filters_of(p) == base + 2]
-    server = found[0] if len(found) == 1 else None
-    for pid in tree:
-        if pid not in keep and pid != server:
-            with _suppress():
-                os.kill(pid, signal.SIGKILL)
-    if server is not None:
-        return server, None
-    if base is None:
-        return None, "this machine's kernel has no seccomp, so the grader cannot tell its server from another process"
-    if not found:
-        return None, NO_SERVER
-    return None, f"{len(found)} processes claimed to be the grader's server (the notebook served twice)"
-
-
-def _cpu_of(pid):
-    """CPU seconds of a process and the children it waited for, so far (0 when unknown)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
+    # the kernel of an unsandboxed run killed at its time limit (a sandbox's die with it)
+    for entry in entries if stopped and not sandboxed else []:
+        if "kernel_pid" in entry:
+            try:
+                os.kill(entry["kernel_pid"], signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    return outcome(entries, forged, output, stopped, start_failure, proc.returncode), served
 
 
 def tail(log):
@@ -501,7 +431,8 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
                                           limits=limits, sandboxed=sandboxed, serve=serve, call_timeout=cell_timeout)
             else:
                 run, outcomes = session.run(copy_root, lesson_path.name, notebook_timeout, startup_timeout,
-                                            dict(limits, RLIMIT_NPROC=process_limit()), sandbox_uid(), checks, serve)
+                                            dict(limits, RLIMIT_NPROC=process_limit()), sandbox_uid(),
+                                            settings["kernel"], serve)
             cpu_used.append(run.cpu_seconds)
             if run.start_failure is None or len(tries) == 1:
                 break
@@ -517,8 +448,7 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
             if unserved == NO_SERVER and "this kernel runs without seccomp" in run.output:
                 unserved = ("this machine refused the seccomp filter that marks the grader's server, so no "
                             "process of the notebook could be trusted to answer the grader's calls")
-            results = no_credit(verdicts(run.cells, placements, settings, run.stopped, outcomes, pass_lines,
-                                         unserved), submission, root)
+            results = verdicts(run.cells, placements, settings, run.stopped, outcomes, pass_lines, unserved)
         touched = changed(before, tree_hash(copy_root, ("course_lib",)))
         if touched:
             reason = (f"the notebook changed the grading copy of course_lib ({', '.join(touched[:3])}), "

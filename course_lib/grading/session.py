@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from course_lib.exercises import ROOT
-from course_lib.grading.graded_copy import (COPIED, KERNEL_PATH, NO_DEBUGGER, NOT_COPIED, _add_bytecode,
+from course_lib.grading.graded_copy import (COPIED, NOT_COPIED, _add_bytecode,
                                             _copy_font_cache)
 from course_lib.grading.remote import server_pipes
 from course_lib.grading.plugin import _read_records
@@ -88,8 +88,6 @@ class ForkedSandbox:
             shutil.copytree(self.root / part, self.lib / part,
                             ignore=NOT_COPIED)
         _add_bytecode(self.lib, self.root)
-        (self.lib / KERNEL_PATH).mkdir()
-        (self.lib / KERNEL_PATH / "debugpy.py").write_text(NO_DEBUGGER, encoding="utf-8")
         _copy_font_cache(self.home)
         for folder in (self.work, self.records):  # passed through by the notebooks, never listed
             folder.mkdir(mode=0o711)
@@ -125,7 +123,7 @@ class ForkedSandbox:
         for fd in (keys_read, status_write, *theirs):
             os.close(fd)
         self.buffer, self.start_cpu = b"", None
-        self._send({"python_path": [str(self.lib)], "no_debugger": str(self.lib / KERNEL_PATH),
+        self._send({"python_path": [str(self.lib)],
                     "keys": keys_read, "status": status_write, "server": list(theirs),
                     "keep": str(self.folder)})
 
@@ -179,10 +177,10 @@ class ForkedSandbox:
 
     # -------------------------------------------------------------- one notebook
 
-    def run(self, copy, lesson_name, notebook_timeout, startup_timeout, limits, uid, checks, serve):
+    def run(self, copy, lesson_name, notebook_timeout, startup_timeout, limits, uid, kernel, serve):
         """Grade the copy at `copy` (made by new_copy) as user `uid`; (a run.Run, serve's result).
 
-        `checks` are the lesson's checker modules; `serve(served, why)` is called once the run has
+        `kernel` is the graded kernel's config (`kernel.run_kernel`); `serve(served, why)` is called once the run has
         ended: with a remote.Served (and why None) while the notebook's server is the only
         process of it left, or with None and why there is no server.
         """
@@ -201,7 +199,7 @@ class ForkedSandbox:
         order = {"id": self.runs, "folder": str(copy), "lesson": lesson_name, "uid": uid,
                  "limits": limits, "log": str(log), "env": sandbox_env(copy, extra),
                  "keep": str(self.folder), "lib": str(self.lib), "quota": self.quota,
-                 "scratch": str(self.work / f".scratch-{self.runs}"), "checks": checks}
+                 "scratch": str(self.work / f".scratch-{self.runs}"), "kernel": kernel}
         began, ready, stopped, start_failure, status, zygote_cpu = time.monotonic(), None, None, None, None, 0.0
         left, served = [], None
         try:
