@@ -54,6 +54,7 @@ attempt("sys.settrace", lambda: (sys.settrace(lambda *a: None), sys.settrace(Non
 print(json.dumps({"missing": missing, "tried": tried}), flush=True)
 namespace = {"__name__": "__main__"}
 exec(compile(sys.argv[2], "<cell>", "exec"), namespace)
+os.dup2(os.open(os.devnull, os.O_RDONLY), 60)     # a kernel's fd above the pipes (as ipykernel's sockets)
 sys.audit(kernel.TRIGGER, namespace)
 print("the cell goes on", flush=True)
 sys.stdin.read()
@@ -118,7 +119,7 @@ def served():
     children = [int(p) for p in open(f"/proc/{proc.pid}/task/{proc.pid}/children").read().split()]
     server = remote.Served(*mine, deadline=time.monotonic() + 300, call_timeout=30)
     server.reset()
-    found = {"said": said, "kernel": proc.pid, "children": children, "outcomes": {}}
+    found = {"said": said, "kernel": proc.pid, "children": children, "outcomes": {}, "theirs": theirs}
 
     def check(name, fn_name=None):
         outcome = server.check(fn_name or name, getattr(lesson00, f"check_{name}"), 7, lesson00_line(name))
@@ -155,6 +156,8 @@ def test_the_server_carries_the_mark_and_the_kernel_does_not(served):
     (server,) = served["children"]   # the trigger forked it, and it was set up before the cell went on
     assert kernel.filters(server) == kernel.filters(served["kernel"]) + 1
     assert kernel.filters(served["kernel"]) == (kernel.filters() or 0) + 1
+    held = sorted(int(fd) for fd in os.listdir(f"/proc/{server}/fd"))   # its pipes and /dev/null alone
+    assert held == [0, 1, 2] + sorted(served["theirs"]), held
 
 
 def test_a_right_answer_with_a_logger_and_prints_passes_and_a_wrong_one_gets_its_hint(served):

@@ -277,7 +277,7 @@ def _hook(event, args):
                 exit_(73)
         dup2(say, keep[0])         # where the kernel hears that C is set up; kept with the channels
         start = 3
-        for fd in keep[1:]:
+        for fd in sorted_keep:     # every other fd closed (the last is past any fd)
             if fd > start:
                 closerange(start, fd)
             start = fd + 1
