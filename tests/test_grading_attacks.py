@@ -599,8 +599,8 @@ def _with_softmax(nb, source):
 
 
 def _pasted_softmax():
-    """course_lib.attention.softmax as a learner would paste it: locals and arguments renamed,
-    docstring dropped, a comment added."""
+    """course_lib.attention.softmax as a learner would paste it into the exercise's cell, under its
+    own signature: locals renamed, docstring dropped, a comment added."""
     import ast
     import inspect
 
@@ -608,13 +608,11 @@ def _pasted_softmax():
     tree = ast.parse(inspect.getsource(attention.softmax))
     function = tree.body[0]
     function.body = function.body[1:]   # the docstring
-    renamed = {a.arg for a in function.args.args} | {
-        n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    renamed = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    renamed -= {a.arg for a in function.args.args}   # the exercise's signature stays (a checker calls by keyword)
     for node in ast.walk(function):
         if isinstance(node, ast.Name) and node.id in renamed:
             node.id += "_mine"
-        elif isinstance(node, ast.arg):
-            node.arg += "_mine"
     return "# my own softmax\n" + ast.unparse(tree)
 
 

@@ -127,7 +127,6 @@ def served():
         return outcome
     found["check"] = check
     yield found
-    server.end()
     proc.stdin.close()
     proc.wait(timeout=60)
     for fd in mine:

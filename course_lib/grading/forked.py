@@ -1,33 +1,23 @@
 """Inside one grading job's sandbox: a process that imports the libraries once and forks a run per notebook.
 
-`course_lib.grading.session` starts this in a bubblewrap sandbox, as root there and with
-only the capabilities to change user, kill and clear files. This process (the *zygote*) runs
-no learner code, ever. It imports torch, numpy, matplotlib, IPython, ipykernel, pytest and
-nbval, then serves one notebook at a time:
+`session` starts this *zygote* in a bubblewrap sandbox, as root there with only the capabilities
+to change user, kill and clear files. It runs no learner code, ever. It imports torch, numpy,
+matplotlib, IPython, ipykernel, pytest and nbval, then serves one notebook at a time:
 
-- the grader sends on stdin (fd 0) `{"run": ...}`: the graded copy, its user id and limits;
-- the zygote forks the notebook's *runner*, which gives the notebook namespaces of its own
-  (`sandbox.seal`: IPC, /tmp, /dev/shm on the job's size-capped file system, a read-only
-  course_lib), sets the notebook's hard limits, becomes
-  the notebook's own user (losing every capability) and forks the *kernel-to-be* before it
-  reads anything secret; only then does it read, from fd 3, the key that signs its records,
-  and run pytest with nbval on the copy. nbval's kernel is the kernel-to-be (`_launch`): it
-  becomes an IPython kernel with the environment a fresh kernel would have had, the graded
-  kernel's protections installed before its first cell (`kernel.install`), holding the
-  server's ends of the five pipes of fds 5-9 (the runner keeps none);
-- when the runner ends, the zygote kills every process of the notebook but one carrying the
-  mark (`kernel`: the server its last cell forked) and says so: `serving` when there was
-  exactly one, else `unserved <why>`. The grader then calls the notebook's functions through
-  the server (`remote`), and sends `stop`;
-- when the grader sends `stop`, the zygote kills every process in the
-  sandbox but itself, removes the notebook's /tmp and /dev/shm, looks for anything left
-  (a process, a file, an IPC object), reports it as `left <hex of a JSON list>`, and reports
-  `done <status> <its own CPU seconds>` on fd 4.
+- on stdin (fd 0) `{"run": ...}`: the graded copy, its user id and limits. It forks the
+  notebook's *runner*, which seals namespaces of its own (`sandbox.seal`: IPC, /tmp, /dev/shm on
+  the job's capped file system, a read-only course_lib), sets hard limits, becomes the notebook's
+  user (no capability left) and forks the *kernel-to-be* before it reads, from fd 3, the key
+  that signs its records; then runs pytest with nbval, whose kernel is the kernel-to-be
+  (`_use_kernel`): the graded kernel (`kernel.run_kernel`), holding the server's pipes (fds 5-9);
+- when the runner ends, the zygote kills every process of the notebook but the one carrying the
+  mark (`kernel.keep_server`) and says `serving <pid>` or `unserved <why>` on fd 4; the grader
+  calls the notebook's functions (`remote`), and sends `stop`;
+- on `stop` it kills every process but itself, removes the notebook's /tmp and /dev/shm, reports
+  what is left (`left <hex of a JSON list>`) and `done <status> <its CPU seconds>`.
 
-So each notebook starts from memory untouched by any other notebook (a fork of the zygote),
-runs as a user id no other notebook has, and finds nothing of the one before: its processes
-are killed, its IPC namespace gone with them, its /tmp and /dev/shm removed before the next is
-forked; the grader deletes its copy.
+So each notebook starts from memory no other touched (a fork of the zygote), as a user id no
+other has, and finds nothing of the one before.
 """
 import gc
 import json

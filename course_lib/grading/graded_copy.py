@@ -87,7 +87,7 @@ def graded_copy(submission, lesson, found, root=None):
         defined[ex.name] = where[-1] if where else None
         # the check waits for the last cell that may bind the function (exec, globals()) and
         # for the last that binds a name the function reads (a helper in a later cell)
-        needs = uses(code_source(cells, defined[ex.name]), ex.name)
+        needs = uses("" if defined[ex.name] is None else cells[defined[ex.name]].get("source", ""), ex.name)
         start = -1 if defined[ex.name] is None else defined[ex.name]
         end = check_at.get(ex.name, len(cells)) if check_at.get(ex.name, -1) > start else len(cells)
         later = [i for i, source in code if start < i < end and (
@@ -105,10 +105,6 @@ def graded_copy(submission, lesson, found, root=None):
     placements = [Placement(ex.name, ex.points, None if defined[ex.name] is None else code_number[defined[ex.name]])
                   for ex in found]
     return nb, placements
-
-
-def code_source(cells, index):
-    return "" if index is None else cells[index].get("source", "")
 
 
 def tree_hash(root, parts=WATCHED):

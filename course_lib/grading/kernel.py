@@ -1,41 +1,29 @@
 """The graded kernel: the learner's notebook runs here, and only here do the grader's calls run its functions.
 
-The grader's checkers never run in this process; they call in from the grader's own, through
-a narrow interface of data (`wire`). What this process holds is the learner's: so the part of
-it that answers the grader is set up before any learner line runs (`install`, between
-ipykernel's start-up and its first cell) and keeps its state where Python code cannot change it:
+The grader's checkers never run in this process; they call in from the grader's own with data
+(`wire`). What answers them is set up by `install`, between ipykernel's start-up and its first
+cell, where Python code cannot change it:
 
-1. A seccomp filter: no exec, no ptrace, no reading or writing another process's memory, no
-   memfd, no new threads (`KERNEL_FILTER`).
-2. An audit hook (`sys.addaudithook`: it cannot be removed). Its code is a copy of `_hook`
-   whose configuration is baked into the code's own constants, and no function object but the
-   installed one has that code (making one, or exec of it, is refused), so a frame running it
-   is the hook's own. It refuses, with a PermissionError that says what and why: ctypes (but
-   for its own calls), gc's object walks, sys._current_frames, another audit hook, exec,
-   spawn, fork (but its own), new code objects and marshal (but importlib's), native modules
-   and bytecode from a mount the kernel did not start with, /proc/*/mem, changing its own
-   functions. `_posixsubprocess.fork_exec`, which raises no audit event, is replaced.
-3. The trigger: the graded copy's last cell, `TRIGGER_CELL`, raises the audit event TRIGGER
-   with the notebook's globals. The hook forks the *server* C, a copy of the kernel with the
-   notebook's namespace, and the cell goes on. C (the hook's code, never returning into the
-   learner's) resets signals, tracing and gc callbacks, checks its pipes by inode, closes
-   every other fd, adds one more seccomp filter (no threads: the *mark*, one filter more than
-   the kernel's), checks it took, and serves the grader's commands on CTL, reporting on CST:
-   for each exercise it forks a fresh *server for that exercise* S (a plain libc fork: no
-   Python at-fork handler runs) and reports when S ends and why.
-4. S adds a last filter (no fork at all), makes print, display(), input and a logger made at
-   the top harmless, sets the *watch* (a profile function, also the hook's code) and answers
-   calls on REQ with replies on REP (`serve_calls`). The watch reports on FLAG each call of
-   the course's answer to this exercise (any course_lib function of that name), of the
-   checkers' or the grader's own code, of a copy of one (same bytecode, names and constants),
-   of the functions the lesson's checkers name (forbidden ones, course functions they watch),
-   and of anything that would switch the watch off or start a thread; after each request the
-   server checks the watch is still set.
+1. Seccomp (`KERNEL_FILTER`): no exec, ptrace, other processes' memory, memfd.
+2. An audit hook (it cannot be removed), the code of `_hook` with its configuration baked into
+   its constants; no other function may have that code, so a frame running it is the hook's.
+   It refuses (PermissionError, saying why) ctypes but its own, gc's object walks,
+   sys._current_frames, another hook, exec, spawn, fork but its own, new code objects, marshal
+   but importlib's, native modules and bytecode from outside Python's and the course's
+   read-only roots, /proc/*/mem, changing its functions; `_posixsubprocess.fork_exec` is replaced.
+3. The graded copy's last cell (`TRIGGER_CELL`) raises TRIGGER with the notebook's globals: the
+   hook forks the server C, which (in the hook's code alone) resets signals, tracing and gc
+   callbacks, checks its pipes by inode, closes every other fd, adds one filter more (no
+   threads: the *mark*) and serves the grader's commands (CTL, reports on CST): per exercise a
+   server S, forked by libc (no Python at-fork handler runs), which adds a last filter (no
+   fork), quiets print, display() and input, sets the *watch* (a profile function, the hook's
+   code too) and answers calls (REQ, replies on REP, `serve_calls`). The watch reports on FLAG
+   (`F <label>`) calls of the course's answer to the exercise (any course_lib function of its
+   name), of the checkers' or grader's code or a copy of it, of what the lesson's checkers name,
+   and of what would switch it off or start a thread.
 
-The trusted side (the job's sandbox's zygote, or the grader) verifies before it sends
-anything that the notebook's processes are exactly one, carrying the mark (`marked`), and
-kills the rest. Messages: `wire` for REQ and REP; lines of words for CTL and CST; lines
-`F <label>` for FLAG (anything else there is tampering).
+The trusted side (a job's zygote, or the runner of a sandbox of its own) kills every process of
+the notebook but the one carrying the mark (`keep_server`) before the grader sends anything.
 """
 import os
 import sys
@@ -154,7 +142,7 @@ def keep_server(pids, marked):
 
 # ---------------------------------------------------------------- the hook (a template)
 
-COPY_SIZE = 64   # bytes of bytecode below which a function's copy is not told from anyone's own
+COPY_SIZE = 64   # bytes of instructions (`_shape`) below which a function's copy is not told from anyone's own
 TRUSTED_NAME = "<the grader's hook (course_lib.grading.kernel)>"   # every baked code object's file name
 
 
@@ -360,10 +348,10 @@ def _hook(event, args):
         name = words[2].decode("ascii")
         nonce = words[1]
 
-        def watch(frame, event, arg, W="<<WATCH>>", name=name):
+        def watch(frame, event, arg, W="<<WATCH>>", name=name, memo=dict_()):
             """The watch (see the module's docstring): reports on FLAG, never raises."""
-            (lib, lib_len, trusted, skip, wanted, py_table, c_table, copy_lengths, copies, plain, code_type,
-             flag, ident, fstat, write, exit_, id_, type_, len_, tuple_, BaseException_, roots) = W
+            (lib, lib_len, trusted, skip, wanted, py_table, c_table, shape, copies,
+             flag, ident, fstat, write, exit_, id_, len_, BaseException_, roots) = W
             if event == "call":
                 code = frame.f_code
                 path = code.co_filename
@@ -379,14 +367,13 @@ def _hook(event, args):
                         return
                 else:
                     label = py_table.get(id_(code))
-                    if label is None and len_(code.co_code) in copy_lengths and not path.startswith(roots):
-                        consts = []
-                        for c in code.co_consts:
-                            kind = type_(c)
-                            consts.append(c if kind in plain else kind is code_type)
-                        label = copies.get((code.co_code, code.co_names, tuple_(consts)))
-                        if label is None:   # the course's answer, its docstring (slot 0) set aside
-                            label = copies.get((code.co_code, code.co_names, tuple_(consts[1:]), 0))
+                    if label is None and not path.startswith(roots):
+                        seen = memo.get(id_(code))
+                        if seen is None or seen[0] is not code:   # (the code kept: its id is not reused)
+                            ops, names, consts = shape(code)   # the course's answer: its docstring set aside
+                            seen = memo[id_(code)] = (code, copies.get((ops, names, consts))
+                                                      or copies.get((ops, names, consts[1:], 0)))
+                        label = seen[1]
                     if label is None:
                         return
             elif event == "c_call":
@@ -476,14 +463,43 @@ def _codes(obj, found):
     return found
 
 
+def _shape(code):
+    """What a copy of `code` shares with it however it was compiled (a module's `np.f()` loads f
+    as an attribute, a cell's as a method): its instructions less caches, EXTENDED_ARG, jump
+    targets and LOAD_GLOBAL's NULL bit; its names; its plain constants (a code object as True)."""
+    (cache, extended, method, attr, low_bit, jumps, plain, code_type, bytearray_, bytes_, tuple_, type_,
+     len_) = "<<SHAPE>>"
+    raw, ops, i = code.co_code, bytearray_(), 0
+    while i < len_(raw):
+        op, arg = raw[i], raw[i + 1]
+        i += 2
+        if op != cache and op != extended:
+            ops.append(attr if op == method else op)
+            ops.append(0 if op in jumps else arg >> 1 if op in low_bit else arg)
+    consts = []
+    for c in code.co_consts:
+        consts.append(c if type_(c) in plain else type_(c) is code_type)
+    return bytes_(ops), code.co_names, tuple_(consts)
+
+
+_SHAPE = []
+
+
 def copy_key(code, docstring=True):
     """What a copy of `code` shares with it, made by FunctionType or code.replace, by exec of its
     source, or pasted (its names renamed, its comments and annotations changed; and its docstring,
     with docstring=False, for the course's answers: a checker's helper may be a lesson's solution)."""
-    import types
-    plain = (str, int, float, bool, bytes, type(None), type(...))
-    consts = tuple(c if type(c) in plain else type(c) is types.CodeType for c in code.co_consts)
-    return (code.co_code, code.co_names, consts) if docstring else (code.co_code, code.co_names, consts[1:], 0)
+    if not _SHAPE:   # `_shape` baked, as the watch has it
+        import dis
+        import types
+        op = dis.opmap
+        kit = (op["CACHE"], op["EXTENDED_ARG"], op.get("LOAD_METHOD", -1), op["LOAD_ATTR"],
+               frozenset({op["LOAD_GLOBAL"]} | ({op["LOAD_ATTR"]} if "LOAD_METHOD" not in op else set())),
+               frozenset(dis.hasjrel + dis.hasjabs), frozenset({str, int, float, bool, bytes, type(None), type(...)}),
+               types.CodeType, bytearray, bytes, tuple, type, len)
+        _SHAPE.append(types.FunctionType(_bake(_shape.__code__, {"<<SHAPE>>": kit}), {"__builtins__": {}}, "shape"))
+    ops, names, consts = _SHAPE[0](code)
+    return (ops, names, consts) if docstring else (ops, names, consts[1:], 0)
 
 
 def _tables(checks_modules, lib, learner_side):
@@ -526,7 +542,7 @@ def _tables(checks_modules, lib, learner_side):
                 continue
             for code in _codes(value, {}).values():
                 if (id(code) in skip or not code.co_filename.startswith(lib) or code.co_name.startswith("<")
-                        or len(code.co_code) < COPY_SIZE or not (in_checks or code.co_name in names)):
+                        or len(copy_key(code)[0]) < COPY_SIZE or not (in_checks or code.co_name in names)):
                     continue   # (a library's code a course function was wrapped in is not the course's,
                                # and a comprehension or a line or two is anyone's)
                 rel = os.path.relpath(code.co_filename, lib)[:-3].replace(os.sep, ".").removesuffix(".__init__")
@@ -626,7 +642,6 @@ def install(config):
     leave.restype, leave.argtypes = None, (ctypes.c_void_p,)
     get_state = ctypes.pythonapi.PyThreadState_Get
     get_state.restype, get_state.argtypes = ctypes.c_void_p, ()
-    prctl = ctypes.CDLL(None).prctl
     fds = config.get("fds")
     channels = tuple((fd, (os.fstat(fd).st_dev, os.fstat(fd).st_ino)) for fd in fds) if fds else ()
     said = max([fd for fd, _ in channels] + [2]) + 1        # C's "set up" to the kernel, on this fd
@@ -637,7 +652,6 @@ def install(config):
     flag = channels[3] if channels else (-1, (0, 0))
     rep = channels[2] if channels else (-1, (0, 0))
     roots = tuple(config.get("roots") or trusted_roots())
-    plain = frozenset({str, int, float, bool, bytes, type(None), type(...)})
     constants = {
         "<<EVENTS>>": frozenset({
             TRIGGER, "os.fork", "os.forkpty", "os.exec", "os.posix_spawn", "os.spawn", "os.system",
@@ -660,10 +674,9 @@ def install(config):
                       serve_calls,
                       (frozen({**wire.course_classes(), **learner_side}), frozen(learner_side)),
                       bootstrap._compile_bytecode.__code__, roots),
-        "<<CTYPES>>": (mark, server, raw_fork, leave, get_state, (prctl, (4, 0, 0, 0, 0))),
-        "<<WATCH>>": (lib, len(lib), TRUSTED_NAME, skip, wanted, frozen(py_table), frozen(c_table),
-                      frozenset(len(k[0]) for k in copies), frozen(copies), plain, types.CodeType,
-                      flag[0], flag[1], os.fstat, os.write, os._exit, id, type, len, tuple, BaseException, roots),
+        "<<CTYPES>>": (mark, server, raw_fork, leave, get_state, (libc.prctl, (4, 0, 0, 0, 0))),
+        "<<WATCH>>": (lib, len(lib), TRUSTED_NAME, skip, wanted, frozen(py_table), frozen(c_table), _SHAPE[0],
+                      frozen(copies), flag[0], flag[1], os.fstat, os.write, os._exit, id, len, BaseException, roots),
         "<<SEND>>": (rep[0], flag[0], rep[1], flag[1], os.fstat, os.write, os._exit, memoryview, BaseException),
     }
     code = _bake(_hook.__code__, constants)
@@ -673,8 +686,6 @@ def install(config):
     _quiet_monitors()
     sys.addaudithook(hook)
     return missing
-
-
 
 
 def trusted_roots():
@@ -700,37 +711,19 @@ def _no_fork_exec():
 
 def _quiet_monitors():
     """No library may need a thread of its own later: tqdm's monitor is off."""
-    tqdm = sys.modules.get("tqdm")
     try:
         import tqdm
+        tqdm.tqdm.monitor_interval = 0
     except ImportError:
-        return
-    tqdm.tqdm.monitor_interval = 0
+        pass
 
 
 # ---------------------------------------------------------------- the server's loop (in S)
 
-class _Sink:
-    """A stream that keeps nothing: what the learner's function prints while it is checked."""
-    encoding = "utf-8"
-
-    def write(self, text):
-        return len(text)
-
-    def writelines(self, lines):
-        pass
-
-    def flush(self):
-        pass
-
-    def isatty(self):
-        return False
-
-
 def _quiet():
     """Make print, display(), input and a logger made at the top safe without the kernel's threads."""
     import builtins
-    sys.stdout = sys.stderr = _Sink()
+    sys.stdout = sys.stderr = open(os.devnull, "w")    # what the function prints while it is checked
     try:
         from ipykernel.iostream import OutStream
         OutStream.write = lambda self, text: len(text)

@@ -22,17 +22,16 @@ class KernelDied(RuntimeError):
     pass
 
 
-def _death(code):
-    """The reason a kernel process ended, in words."""
+def death(code, who="the kernel"):
+    """Why a process ended, in words, from its exit status (None: not known)."""
     if code is None:
-        return "the kernel died"
-    if code < 0:
-        names = {signal.SIGKILL: "was killed (SIGKILL), which is what the out-of-memory killer does",
-                 signal.SIGSEGV: "crashed with a segmentation fault (SIGSEGV)",
-                 signal.SIGABRT: "aborted (SIGABRT)",
-                 signal.SIGXCPU: "used more CPU time than the notebook is allowed (SIGXCPU)"}
-        return "the kernel " + names.get(-code, f"was stopped by signal {-code}")
-    return f"the kernel exited with status {code} (os._exit, or exit() outside Python)"
+        return f"{who} died"
+    names = {signal.SIGKILL: "was killed (SIGKILL), which is what the out-of-memory killer does",
+             signal.SIGSEGV: "crashed with a segmentation fault (SIGSEGV)", signal.SIGABRT: "aborted (SIGABRT)",
+             signal.SIGXCPU: "used more CPU time than the notebook is allowed (SIGXCPU)"}
+    if isinstance(code, int) and code < 0:
+        return f"{who} " + names.get(-code, f"was stopped by signal {-code}")
+    return f"{who} exited with status {code} (os._exit, or exit() outside Python)"
 
 
 def _schedstat(pid):
@@ -67,7 +66,7 @@ def _patch_kernel(startup_timeout, patience):
 
     def dead(self):
         provisioner = getattr(getattr(self, "km", None), "provisioner", None)
-        return KernelDied(_death(getattr(getattr(provisioner, "process", None), "returncode", None)))
+        return KernelDied(death(getattr(getattr(provisioner, "process", None), "returncode", None)))
 
     def await_reply(self, msg_id, timeout=None):
         if getattr(self, "_starting", False) and timeout is not None:

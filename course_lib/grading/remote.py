@@ -1,16 +1,11 @@
-"""The grader's side of a graded kernel's server: each exercise checked by the grader's own checker,
-calling the learner's function across the boundary with data.
+"""The grader's side of a graded kernel's server: each exercise checked by the grader's own checker.
 
-A served notebook (`kernel`) is reached through five pipes, whose grader's ends a `Served`
-holds: CTL and CST (commands to, and reports from, the server C), REQ and REP (calls to, and
-replies from, the server of one exercise S), FLAG (what S's watch saw). `Served.check` runs
-one exercise's checker in this process, seeded with the grading seed, on a `Remote` stand-in
-for the learner's function: `Checker.call` and `Checker.follow` send each call and follow-up
-to S (`wire`), and S answers with data. The verdict is decided here: a pass is the lesson's
-exact pass line, printed by the grader's own checker, with nothing flagged: a call of the
-course's answer to the exercise (any course_lib function of its name), of the checkers' or
-the grader's own code or a copy of it, or anything that would switch the watch off or start
-a thread earns no credit, and the feedback says what was seen.
+A `Served` holds the grader's ends of a served notebook's five pipes (`kernel`): CTL and CST
+(commands to, reports from, the server C), REQ and REP (calls to, replies from, the server of one
+exercise S) and FLAG (what S's watch saw). `Served.check` runs the exercise's checker here,
+seeded, on a stand-in (`Function`) whose calls `Checker.call` and `Checker.follow` send to S as
+data (`wire`, `Remote`). A pass is the lesson's exact pass line with nothing flagged
+(`flags_for`): otherwise no credit, and the feedback says what was seen.
 """
 import contextlib
 import functools
@@ -27,15 +22,11 @@ from course_lib.grading import wire
 
 def ended(status):
     """Why the server of an exercise ended while the grader's check ran, in words (its exit status)."""
-    import signal
-    how = {-signal.SIGSEGV: "it crashed with a segmentation fault (SIGSEGV)",
-           -signal.SIGKILL: "it was killed (SIGKILL), which is what the out-of-memory killer does",
-           -signal.SIGABRT: "it aborted (SIGABRT)",
-           -signal.SIGXCPU: "it used more CPU time than the notebook is allowed (SIGXCPU)"}
-    code = int(status) if str(status).lstrip("-").isdigit() else None
-    why = how.get(code, f"it was stopped by signal {-code}" if code is not None and code < 0
-                  else f"it exited with status {status} (os._exit, or exit() outside Python)")
-    return f"your function ended the grader's process while it was checked: {why}"
+    from course_lib.grading.plugin import death
+    code = int(status) if str(status).lstrip("-").isdigit() else status
+    return f"your function ended the grader's process while it was checked: {death(code, 'it')}"
+
+
 CLEAR_TIMEOUT = 10   # seconds the server may take to answer a command of the grader's
 PAST = ("your function ran past the notebook's time limit, which counts its run and every call of "
         "its functions (an endless loop, or far too slow?)")
@@ -130,9 +121,6 @@ class Served:
         self._drain(self.rep)
         self._drain(self.flag)
         self.replies.buffer, self.flags = b"", b""
-
-    def end(self):
-        """Nothing more to check: the trusted side ends the server (its zygote, or the grader)."""
 
     # ------------------------------------------------ one exercise
     def check(self, exercise, checker, seed, pass_line):
@@ -231,7 +219,7 @@ class Remote:
             try:
                 header, blob = s.replies.next(deadline, others=(s.flag, s.cst))
             except wire.Interrupted as e:
-                self._read_others(e.ready)
+                self._read_others(e.args[0])
                 continue
             except TimeoutError:
                 limit = s.call_timeout if deadline < s.deadline else None
@@ -377,13 +365,12 @@ class Remote:
 def _resolve():
     """What a reply may hold besides plain data: the course's classes, the checkers' learner_side functions."""
     from course_lib.checks.core import LEARNER_SIDE
-    return wire.resolver(_classes(len(LEARNER_SIDE), len(sys.modules)))
+    return wire.resolver({**_classes(len(sys.modules)), **LEARNER_SIDE})
 
 
 @functools.lru_cache(maxsize=4)
-def _classes(*_):
-    from course_lib.checks.core import LEARNER_SIDE
-    return {**wire.course_classes(), **LEARNER_SIDE}
+def _classes(_):
+    return wire.course_classes()
 
 
 def _observed(data, decoder):

@@ -43,21 +43,13 @@ from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEO
 from course_lib.grading.submissions import identify, read_submission, submission_hash
 from course_lib.grading.verdicts import Result, _cell_name, stopped_at, verdicts
 
-# The first process of a graded copy: `python -m pytest` with nbval and the grader's plugin,
-# after it has set the limits. The grader sends, on stdin (never in the environment or a file
-# that the kernel, a child of pytest, could read), the user id to drop to (root outside a
-# sandbox), the limits, where to record each cell's result with a key to sign it, and the fds
-# of the notebook's server's pipes. The limits are hard (no process in the copy can raise
-# them) and set before anything else runs; the process then makes itself undumpable, so no
-# other process of its user (the kernel) can read the key from its memory, and the reaper of
-# what its kernel leaves running (the server, once the kernel is gone). nbval's kernel is the
-# graded kernel (`kernel`), given the server's fds; pytest keeps none. Once pytest ends it
-# kills every process under it but the server (`kernel.keep_server`, as a job's zygote does),
-# says so (signed) and waits, until the grader closes its stdin, while the grader checks; then
-# it ends them and records the CPU of all (the server's waited for too).
-# Less the second of CPU that jsonschema (imported by nbformat) spends compiling a grammar
-# for a URL format check that notebooks never use; only nbval and the plugin are loaded, not
-# every pytest plugin installed (xdist...).
+# The first process of a graded copy (a sandbox of its own): it reads on stdin (never the
+# environment or a file its kernel could read) the user id to drop to, the hard limits, the
+# signed record's path and key, and the server's fds; becomes undumpable (its kernel cannot read
+# the key) and the reaper of what the kernel leaves; runs pytest with nbval (its kernel the graded
+# one, `kernel`, given the fds) and the grader's plugin only. Then it kills every process under
+# it but the server (`kernel.keep_server`), records that, and waits for the grader to close its
+# stdin, then ends them all and records the CPU of all.
 LAUNCH = """\
 import json, os, sys
 setup = json.loads(sys.stdin.readline())
@@ -334,7 +326,6 @@ def checking(found, pass_lines, base_seed, used):
         except Unserved as e:
             outcomes.setdefault("unserved", str(e))
         finally:
-            served.end()
             used.append(time.thread_time() - began)
         return outcomes
     return serve

@@ -297,7 +297,7 @@ def _mount(source, target, fstype=None, flags=0, data=None):
 
 
 def seal(keep, scratch, copy, lib, parts=("course_lib", "data"), shared_memory=DISK_QUOTA):
-    """In a notebook's runner (or probe), still root, before anything of the notebook runs: namespaces of its own.
+    """In a notebook's runner, still root, before anything of the notebook runs: namespaces of its own.
 
     - a new IPC namespace: the SysV message queues, shared memory and semaphores and the POSIX
       message queues it makes are its alone, and go when its last process ends; SysV shared

@@ -1,24 +1,16 @@
 """One sandbox per grading job, its libraries imported once: the grader's side of `forked`.
 
-`grade_class` gives each of its jobs a ForkedSandbox: one bubblewrap sandbox whose zygote
-(`forked.serve`) has imported torch, numpy, matplotlib, IPython, pytest and nbval, and forks
-a runner and a kernel for each notebook. What keeps notebooks apart is in `forked`'s
-docstring; here the grader's part of it:
+`grade_class` gives each job a ForkedSandbox, whose zygote (`forked.serve`) forks a runner and
+a kernel per notebook. The grader's part of keeping notebooks apart (the rest: `forked`):
 
-- every notebook gets a user id of its own (`sandbox.sandbox_uid`), and its copy and its
-  records folder belong to that id alone, under folders it can pass through but not list;
-- the grader deletes a notebook's copy and records once it has read them, before the next
-  notebook's run is ordered;
-- the key that signs a notebook's records goes to its runner alone (fd 3), after its kernel
-  was forked; the zygote never holds one;
-- the five pipes of the notebook's server (`kernel`) are the job's: the server's ends go to each
-  notebook's kernel, and after the run, once the zygote has said the server is the only
-  process of the notebook left (`serving`), the grader's checks call it (`remote`) and then
-  send `stop`.
+- each notebook gets a user id of its own (`sandbox.sandbox_uid`), owning its copy and records
+  folder alone, under folders it can pass through but not list; both are deleted once read;
+- the key that signs its records goes to its runner alone (fd 3), after its kernel was forked;
+- the server's five pipes (`kernel`) are the job's: once the zygote says the notebook's server
+  is the only process of it left (`serving`), the grader's checks call it (`remote`), then `stop`.
 
-It needs a grader running as root (only root can give each notebook a user id of its own)
-on Linux with bubblewrap: `available()` says why not, and the grader then gives each
-notebook a sandbox of its own (`run._run_copy`), as it does for a single notebook.
+It needs a grader running as root on Linux with bubblewrap (`available()` says why not); the
+grader otherwise gives each notebook a sandbox of its own (`run._run_copy`).
 """
 import functools
 import json

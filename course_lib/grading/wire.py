@@ -460,11 +460,7 @@ class Reader:
 
 
 class Interrupted(Exception):
-    """Another fd became readable while a Reader waited."""
-
-    def __init__(self, ready):
-        super().__init__(ready)
-        self.ready = ready
+    """Another fd became readable while a Reader waited: args[0] lists the readable fds."""
 
 
 def exception_data(e):
