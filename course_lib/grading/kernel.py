@@ -316,12 +316,10 @@ def _hook(event, args):
             reset = reset or words[0] == b"reset"
             if not reset:
                 continue           # left in the pipe from before this server: not the grader's now
-            if words[0] in (b"kill", b"reset", b"end") and child != 0:
+            if words[0] in (b"kill", b"reset") and child != 0:
                 child = reap(child, pidfd, current, True)
             if words[0] == b"reset" and len_(words) == 2:
                 write(cst, b"reset " + words[1] + b"\n")
-            if words[0] == b"end":
-                exit_(0)
             if words[0] != b"serve" or len_(words) != 3 or child != 0:
                 continue
             current = words[1]
@@ -747,7 +745,7 @@ def _quiet():
 
 
 def serve_calls(namespace, name, nonce, requests, send, watched, calls_kit):
-    """S's loop: say what `name` is bound to, then answer each call and follow-up until `end`."""
+    """S's loop: say what `name` is bound to, then answer each call and follow-up (C ends it)."""
     import inspect
     classes, learner_side = calls_kit
     nonce = nonce.decode("ascii")
@@ -773,8 +771,6 @@ def serve_calls(namespace, name, nonce, requests, send, watched, calls_kit):
         if header.get("n") != nonce:
             continue           # not this exercise's: left over from before
         op = header.get("op")
-        if op == "end":
-            return
         out = wire.Encoder(learner_side)
         try:
             if op == "call":
@@ -876,16 +872,12 @@ def run_kernel(argv, config, **app):
 
 
 def main():
-    """`python -m course_lib.grading.kernel GRADING.json -f CONNECTION`: a graded copy's kernel, the
-    server's fds in COURSE_GRADING_SERVER (`run.LAUNCH` starts it so)."""
+    """`python -c "from course_lib.grading.kernel import main; main()" GRADING.json -f CONNECTION`: a graded
+    copy's kernel (imported, not run as __main__: one copy of the hook's code), the server's fds in
+    COURSE_GRADING_SERVER (`run.LAUNCH` starts it so)."""
     import json
     with open(sys.argv[1], encoding="utf-8") as f:
         config = dict(json.load(f).get("kernel") or {})
     config["fds"] = json.loads(os.environ.pop("COURSE_GRADING_SERVER", "null"))
-    del sys.path[0]     # as ipykernel_launcher: not this module's folder
+    del sys.path[0]     # as ipykernel_launcher: not the working folder
     run_kernel(sys.argv[2:], config)
-
-
-if __name__ == "__main__":   # run as the imported module, so that there is one copy of its code
-    from course_lib.grading.kernel import main as imported
-    imported()

@@ -78,7 +78,7 @@ from jupyter_client.provisioning import local_provisioner
 real = local_provisioner.launch_kernel
 def launch_kernel(cmd, **kwargs):
     if list(cmd[1:3]) == ["-m", "ipykernel_launcher"]:
-        cmd = [cmd[0], "-m", "course_lib.grading.kernel", os.path.abspath("grading.json"), *cmd[3:]]
+        cmd = [cmd[0], "-c", "from course_lib.grading.kernel import main; main()", os.path.abspath("grading.json"), *cmd[3:]]
         kwargs["pass_fds"] = tuple(kwargs.get("pass_fds", ())) + tuple(fds)
     return real(cmd, **kwargs)
 local_provisioner.launch_kernel = launch_kernel
