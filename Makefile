@@ -131,10 +131,15 @@ test-load: setup
 # time, longest first, each process with its own JupyterLab and Chromium: a lesson keeps
 # PyTorch to one thread, so two share a 2-core machine as two learners' laptops would not,
 # but each has a core (BROWSER_JOBS=1 runs them one at a time).
+# With them, a classroom lab on a real JupyterHub (docs/hub.md, section 7): tests/test_hub.py,
+# and tests/test_live_hub.py, which opens the live view in Chromium; they share one hub and its
+# learners' work, so they run on one worker, as one group (conftest.py, ONE_PROCESS), beside the
+# lessons on the other. They need root and `bash .ci/hub-setup`.
 BROWSER_JOBS ?= 2
+HUB_TESTS := tests/test_hub.py tests/test_live_hub.py
 test-browser: setup
 	COURSE_BROWSER_TEST=1 $(PYTHON) -m pytest -p no:cacheprovider -v -rP -n $(BROWSER_JOBS) \
-		--dist loadgroup --no-loadscope-reorder tests/test_browser.py \
+		--dist loadgroup --no-loadscope-reorder $(HUB_TESTS) tests/test_browser.py \
 		tests/test_feedback_page.py::test_the_page_opened_offline_in_chromium
 
 # Maintainers: regenerate exercises/ after editing a lesson in notebooks/.

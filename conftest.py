@@ -17,16 +17,24 @@ pytest_plugins = ["nbval_fold", "kernel_zygote"]
 # is patience only: every output is still compared, and --nbval-cell-timeout still bounds a cell.
 NBVAL_OUTPUT_TIMEOUT = 120  # seconds
 
-# About how many seconds (on the scale of the lessons' stated run times) the test files take
-# that run far longer than their count of tests suggests; only the order of the run depends on
-# these figures. Each is the file's wall time, its tests' durations summed, in one run of make
-# test's pytest at load 3 to 5 (2026-12-01: docs/run-times.md's git history, "Third pass"), where the lessons'
-# nbval runs took about their stated run times (536 s in all for 550 s stated). A lesson's nbval
-# run, which also runs its exercise variants (tests/nbval_fold.py), weighs its stated run time.
+# About how many seconds (on the scale of the lessons' stated run times) the test files (or
+# ONE_PROCESS's groups of them, below) take that run far longer than their count of tests
+# suggests; only the order of the run depends on these figures. Each is the file's wall time,
+# its tests' durations summed, in one run of make test's pytest at load 3 to 5 (2026-12-01:
+# docs/run-times.md's git history, "Third pass"), where the lessons' nbval runs took about their
+# stated run times (536 s in all for 550 s stated). A lesson's nbval run, which also runs its
+# exercise variants (tests/nbval_fold.py), weighs its stated run time.
 HEAVY_FILES = {"tests/test_grading.py": 310, "tests/test_docs.py": 160, "tests/test_checks.py": 105,
                "tests/test_train_command.py": 70, "tests/test_fast_paths.py": 65,
                "tests/test_grading_term.py": 55, "tests/test_grading_help.py": 50,
-               "tests/test_exercise_notebooks.py": 45}
+               "tests/test_exercise_notebooks.py": 45,
+               # make test-browser: the hub tests (below), 100 s at load 3.5 to 7 (2026-12-04)
+               "hub": 100}
+
+# Test files that share session fixtures which start something heavy once, and so run in one
+# process, as one group: tests/hub_classroom.py's JupyterHub and its learners' work, which
+# tests/test_hub.py and tests/test_live_hub.py both look at (two workers would start two hubs).
+ONE_PROCESS = {"tests/test_hub.py": "hub", "tests/test_live_hub.py": "hub"}
 
 _RUN_TIME = re.compile(r"\*\*Run time:\*\* about (\d+(?:\.\d+)?) (s|min)\b")
 
@@ -51,7 +59,8 @@ def group_of(item):
     if mark is not None:
         return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
     path = Path(str(item.path)).resolve()
-    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
+    path = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
+    return ONE_PROCESS.get(path, path)
 
 
 def group_weight(group):
@@ -90,6 +99,22 @@ def group_and_order(items):
         groups.setdefault(group, len(groups))
     weight = {group: group_weight(group) for group in groups}
     items.sort(key=lambda item: (-weight[group_of(item)], groups[group_of(item)]))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's loadfile or loadgroup scheduling, but with ONE_PROCESS's files in one group
+    (one worker) each: the controller, which schedules, sees only test ids, not marks, and
+    loadgroup cannot put the marks into the ids here (group_and_order says why)."""
+    from xdist.scheduler import LoadFileScheduling, LoadGroupScheduling
+    base = {"loadfile": LoadFileScheduling, "loadgroup": LoadGroupScheduling}.get(config.getvalue("dist"))
+    if base is None:
+        return None
+
+    class Scheduling(base):
+        def _split_scope(self, nodeid):
+            return ONE_PROCESS.get(nodeid.split("::", 1)[0]) or super()._split_scope(nodeid)
+
+    return Scheduling(config, log)
 
 
 # tryfirst: before pytest-xdist's own hook reads the marks (--dist loadgroup)

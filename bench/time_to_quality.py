@@ -15,10 +15,10 @@ CPU mode. On the first 1,115,394 bytes of --data (the size of nanoGPT's tiny Sha
     fast    what `python -m course_lib.train --preset cpu` runs on this CPU
             (course_lib.training.cpu_preset): the same size of model with RoPE instead of
             the table, Muon (course_lib.muon, peak lr 0.03) for the hidden matrices and
-            AdamW's fused kernel at lr 4e-3 for the rest, batch 24 for 300 steps (30 of
-            them warm-up), and bf16
-            autocast where the CPU has bfloat16 instructions (float32 elsewhere;
-            --cpu-settings float32 runs that branch on any CPU). The JSON says which it ran.
+            AdamW's fused kernel at lr 4e-3 for the rest, batch 24 for 270 steps (27 of
+            them warm-up), in float32; where the CPU has bfloat16 instructions, with bf16
+            autocast and Muon's iterations in bfloat16 (--cpu-settings float32 runs the
+            float32 branch on any CPU). The JSON says which it ran.
 
 The text should be one the course does not train on. Debian's bible-kjv package ships the
 King James Bible (public domain); `apt-get install bible-kjv` and then
@@ -41,7 +41,11 @@ AdamW reached 1.444, and on the validation part took 0.51 of the recipe's time a
 (0.54 by CPU time): not half, but less than 600 steps' 0.62 at the same quality. Then
 Muon (`--fast-optimizer muon --fast-muon-lr LR`) for the hidden matrices: at lr 0.03, 280
 steps reached 1.422 and 300 steps 1.411 (260: 1.445), and on the validation part 300 steps
-took 0.37 of the recipe's CPU time at its loss, so the preset takes them. `--fast-norm` and
+took 0.37 of the recipe's CPU time at its loss, so the preset takes them. For the bf16
+branch, Newton-Schulz in bfloat16 (`--fast-muon-bf16 true`, 300 steps) reached 1.409, and with
+270 steps 1.435 and 1.433 (seeds 0 and 1), in 0.77 of the CPU time of the 300 steps it ran
+before (on an EPYC with AVX512-BF16 at load 7 to 9), so that branch takes them; in float32,
+270 steps reached 1.428 and 1.433 (seeds 0 and 1), so both branches run 270. `--fast-norm` and
 `--fast-mlp` swap in the modern block's parts (not tuned yet). docs/benchmarks.md lists
 every run. On Shakespeare,
 the earlier bf16 settings (a position table, 800 steps) had reached the recipe's loss in
@@ -172,6 +176,8 @@ def main(argv=None):
     p.add_argument("--fast-grad-clip", type=float)
     p.add_argument("--fast-optimizer", choices=("adamw", "muon"))
     p.add_argument("--fast-muon-lr", type=float)
+    p.add_argument("--fast-muon-bf16", choices=("true", "false"),
+                   help="Muon's Newton-Schulz iterations in bfloat16 (or float32)")
     p.add_argument("--fast-norm", choices=("layernorm", "rmsnorm"))
     p.add_argument("--fast-mlp", choices=("gelu", "swiglu"))
     p.add_argument("--only-fast", action="store_true",
@@ -210,6 +216,8 @@ def main(argv=None):
                                     ("grad_clip", args.fast_grad_clip),
                                     ("optimizer", args.fast_optimizer),
                                     ("muon_lr", args.fast_muon_lr)) if v is not None})
+    if args.fast_muon_bf16 is not None:
+        tuned["muon_bf16"] = args.fast_muon_bf16 == "true"
     fast = replace(fast, **tuned)
     if args.fast_positions:
         model_config = replace(model_config, positions=args.fast_positions)

@@ -3,6 +3,7 @@
 Modules, one concept each, and the lessons that use them:
 
     device      pick_device (CUDA, MPS, then CPU) and one torch CPU thread    all lessons
+    paths       where the data is: the repository, or inside a wheel          (data, costs)
     data        byte-level tokenizer, the corpus, batches                     00, 02-06
     attention   softmax, attention, causal_mask, multi-head and grouped-query  01-03, 08, 10
     positions   learned, sinusoidal and rotary (RoPE) positions               05, 08
@@ -19,6 +20,8 @@ Modules, one concept each, and the lessons that use them:
     checks      the graders of the exercises, one module per lesson           00-10
     train       the training command (also under torchrun)                    (tooling)
     exercises   makes exercises/ from notebooks/                              (tooling)
+    hub         nbgitpuller links; a JupyterHub's CPU and memory limits       (tooling, all lessons)
+    live        the instructors' live view of a lab: a JupyterHub service     (tooling, on a hub)
     grading     grades a learner's notebook, or a class's, under nbval        (tooling)
 """
 __version__ = "0.1.0"

@@ -99,7 +99,7 @@ class Block(nn.Module):
 
     def __init__(self, d_model, n_heads, causal=True, residual=True, *, norm="layernorm",
                  mlp="gelu", d_ff=None, n_kv_heads=None, rope_base=None, attn_bias=False,
-                 gelu_approx="none", norm_eps=1e-5):
+                 gelu_approx="none", norm_eps=1e-5, dropout=0.0):
         super().__init__()
         if mlp not in ("gelu", "swiglu"):
             raise ValueError(f"mlp must be 'gelu' or 'swiglu', got {mlp!r}")
@@ -110,6 +110,7 @@ class Block(nn.Module):
         self.mlp = (MLP(d_model, d_ff, approximate=gelu_approx) if mlp == "gelu"
                     else SwiGLU(d_model, d_ff))
         self.residual = residual
+        self.dropout = dropout  # of each sublayer's output, while training (ModelConfig.dropout)
 
     @classmethod
     def from_config(cls, config):
@@ -119,14 +120,19 @@ class Block(nn.Module):
                    n_kv_heads=config.kv_heads,
                    rope_base=config.rope_base if config.positions == "rope" else None,
                    attn_bias=config.attn_bias, gelu_approx=config.gelu_approx,
-                   norm_eps=config.norm_eps)
+                   norm_eps=config.norm_eps, dropout=config.dropout)
 
     def forward(self, x, cache=None, layer=0):
         """With a KVCache, attention also reads the cached positions (see MultiHeadAttention)."""
         if not self.residual:
             return self.mlp(self.norm2(self.attn(self.norm1(x), cache, layer)))
-        x = x + self.attn(self.norm1(x), cache, layer)
-        return x + self.mlp(self.norm2(x))
+        x = x + self._drop(self.attn(self.norm1(x), cache, layer))
+        return x + self._drop(self.mlp(self.norm2(x)))
+
+    def _drop(self, write):
+        """A sublayer's write with a random share `dropout` of it zeroed (and the rest scaled
+        by 1 / (1 - dropout)) while training; unchanged otherwise."""
+        return F.dropout(write, self.dropout) if self.dropout and self.training else write
 
     def writes(self, x):
         """What the two sublayers add to the stream: (attention's write, MLP's write).

@@ -29,9 +29,9 @@ from torch.profiler import ProfilerActivity, profile
 
 from course_lib.convert import config_from_dict
 from course_lib.model import ModelConfig
+from course_lib.paths import DATA_DIR, course_file
 
-ROOT = Path(__file__).resolve().parent.parent
-CONFIG_DIR = ROOT / "data" / "configs"
+CONFIG_DIR = DATA_DIR / "configs"
 
 # Bytes per parameter while training with AdamW, activations not included. "fp32": weights,
 # gradients and both moments in float32, as this course trains. "mixed": bf16 weights and
@@ -47,16 +47,15 @@ TRAINING_BYTES = {
 def load_config(path):
     """The ModelConfig of a config.json file of the GPT-2 or Llama/Mistral family.
 
-    A relative path that does not exist from the working directory is looked up from the
-    course's root, so `load_config("data/configs/gpt2.json")` works from notebooks/ too.
+    A relative path data/... that does not exist from the working directory is looked up in
+    course_lib's data (paths.course_file), so `load_config("data/configs/gpt2.json")` works
+    from notebooks/, exercises/ and with course_lib installed from a wheel.
     Raises FileNotFoundError for a missing file, ValueError for a file that is not JSON
     and, through config_from_dict, for a field TinyLM cannot follow (naming the field).
     """
     if not isinstance(path, (str, Path)):
         raise TypeError(f"load_config needs a file path, got {type(path).__name__}")
-    path = Path(path)
-    if not path.exists() and not path.is_absolute() and (ROOT / path).exists():
-        path = ROOT / path
+    path = course_file(path)
     if not path.is_file():
         known = ", ".join(sorted(p.name for p in CONFIG_DIR.glob("*.json")))
         raise FileNotFoundError(f"no config file at {path}; the course's configs are in "

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from course_lib.paths import DATA_DIR
+
 __all__ = [
     "VOCAB_SIZE",
     "CORPUS_PATH",
@@ -35,8 +37,9 @@ __all__ = [
 VOCAB_SIZE = 256
 """Number of distinct token ids: one per byte value 0..255."""
 
-CORPUS_PATH = Path(__file__).resolve().parent.parent / "data" / "shakespeare.txt"
-"""The course corpus, built by ``python data/make_corpus.py``."""
+CORPUS_PATH = DATA_DIR / "shakespeare.txt"
+"""The course corpus, built by ``python data/make_corpus.py``; the trained checkpoint
+tinylm.pt lies beside it (``CORPUS_PATH.parent``). Where: course_lib.paths."""
 
 
 # ---------------------------------------------------------------------------

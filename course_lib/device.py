@@ -1,20 +1,27 @@
 """Pick the device the notebooks run on, check that it computes what the CPU computes, and
 how many CPU threads torch uses."""
 import functools
+import importlib.util
 import math
 import os
+import shutil
 from dataclasses import dataclass
 
 import torch
 
+from course_lib import hub
+
 
 def cpu_threads():
-    """How many threads torch should use on the CPU: COURSE_THREADS, else OMP_NUM_THREADS, else 1.
+    """How many threads torch should use on the CPU: COURSE_THREADS, else OMP_NUM_THREADS, else
+    the whole cores of a JupyterHub's CPU_LIMIT (at least 1), else 1.
 
     Why one by default: the course's models are small, so a second thread gains little even on a
     quiet machine, and when other programs keep the cores busy, threads that wait for each other
     stall. Lesson 03's training took 2.7 s on one thread and 46 s on torch's default two on a
     2-core machine with other work running (measured 2026-11-30, torch 2.13).
+    On a JupyterHub, a server limited to CPU_LIMIT cores gets that many threads (a limit of 0.5
+    gets one), so that no lesson runs more threads than its share of the machine (docs/hub.md).
     """
     for name in ("COURSE_THREADS", "OMP_NUM_THREADS"):
         value = os.environ.get(name, "").strip()
@@ -23,7 +30,8 @@ def cpu_threads():
                 raise ValueError(f"{name}={value!r} should be a whole number of threads, 1 or more; "
                                  f"e.g. {name}=2, or unset it to use one thread")
             return int(value)
-    return 1
+    cores = hub.cpu_limit()
+    return max(1, math.floor(cores)) if cores is not None else 1
 
 
 def use_cpu_threads():
@@ -52,6 +60,27 @@ def cpu_has_bf16():
         return forced == "1"
     probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)  # torch's own CPU probe
     return bool(probe()) if probe is not None else False
+
+
+def cannot_compile(device):
+    """Why torch.compile cannot build kernels for `device` here, or None when it can.
+
+    On a CPU its compiler (inductor) writes C++ and needs a C++ compiler (CXX, or g++,
+    c++ or clang++ on the PATH); on a CUDA GPU it writes Triton kernels and needs the
+    triton package, which torch's CUDA builds bring. Other devices are not compiled for.
+    """
+    device = torch.device(device)
+    if device.type == "cpu":
+        names = [os.environ.get("CXX", "").strip()] + ["g++", "c++", "clang++"]
+        if not any(name and shutil.which(name) for name in names):
+            return ("torch.compile needs a C++ compiler on a CPU and none was found "
+                    "(set CXX, or install g++ or clang++)")
+        return None
+    if device.type == "cuda":
+        if importlib.util.find_spec("triton") is None:
+            return "torch.compile needs the triton package on a CUDA GPU, and it is not installed"
+        return None
+    return f"the course does not compile for {device.type}"
 
 
 # How far a GPU's float32 logits may sit from the CPU's for the check's small TinyLM. Summing in
@@ -140,3 +169,8 @@ def pick_device(verbose=True):
     if verbose:
         print(f"Using device {device.type} ({reason})")
     return device
+
+
+# Every lesson imports this module in its first cell: there, on a hub whose memory limit is below
+# the lesson's measured peak, the lesson says so (course_lib.hub.memory_warning).
+hub.warn_when_short_of_memory()

@@ -221,11 +221,15 @@ def _without_onednn():
     """Run the block with torch's own CPU kernels instead of oneDNN's (a process-wide switch,
     like every torch.backends flag, restored on the way out).
 
-    On a CPU, torch hands an exact GELU of a float32 tensor to oneDNN, which costs about
-    10 us a call whatever the size (bench/decode.py --profile): a sixth of a decode step of
-    the 4 x 128 model. torch's own kernel takes 2 us and rounds differently, by up to a
-    unit in the last place. The matrix products, norms and attention of a step run the
-    same kernels either way (tests/test_fast_paths.py checks the logits).
+    On a CPU, torch hands an exact GELU of a float32 tensor to oneDNN, whose call costs more
+    than torch's own kernel at a decode step's size: for the 512 numbers of the 4 x 128
+    model's step, 9.8 us against 1.4 us on a 2-core AMD EPYC with AVX-512 (lesson 07 times
+    both on the learner's CPU; bench/decode.py --profile gives a step's table); oneDNN's
+    cost grows with the size, and at 65,536 numbers it can be the cheaper one. The two
+    round differently: by up to about 1e-6, which for GELU's smallest outputs is thousands
+    of units in the last place, so generate's logits are within float32 rounding of the
+    readable loop's, not bit for bit. The matrix products, norms and attention of a step
+    run the same kernels either way (tests/test_fast_paths.py checks the logits).
     """
     before = torch.backends.mkldnn.enabled
     torch.backends.mkldnn.enabled = False

@@ -4,6 +4,7 @@ from itertools import accumulate
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from course_lib.blocks import Block, make_norm
 from course_lib.positions import LearnedPositions
@@ -40,6 +41,9 @@ class ModelConfig:
     attn_bias: bool = False   # biases on the q/k/v and output projections
     gelu_approx: str = "none"  # "tanh": GPT-2's approximate GELU
     norm_eps: float = 1e-5
+    # Training only: the share of the embedding's and of each sublayer's outputs zeroed at
+    # random while the model trains (nanoGPT's Shakespeare run uses 0.2); none in eval mode.
+    dropout: float = 0.0
 
     def __post_init__(self):
         for name in ("vocab_size", "max_len", "d_model", "n_heads", "n_layers"):
@@ -63,6 +67,10 @@ class ModelConfig:
         if self.positions == "rope" and self.d_head % 2:
             raise ValueError(f"RoPE rotates pairs of channels, so the head size must be even; "
                              f"d_model / n_heads = {self.d_head}")
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) \
+                or not 0 <= self.dropout < 1:
+            raise ValueError(f"ModelConfig.dropout must be a number in [0, 1), got "
+                             f"{self.dropout!r}; 0.1 to 0.2 is typical, 0 turns it off")
         for name in ("rope_base", "norm_eps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
@@ -180,6 +188,8 @@ class TinyLM(nn.Module):
             raise ValueError(f"the cache was made for {cache.keys.shape[1]} sequences, "
                              f"the input has {idx.shape[0]}")
         x = self.embed(idx, start)  # (B, T, C)
+        if self.config.dropout and self.training:
+            x = F.dropout(x, self.config.dropout)
         for i, block in enumerate(self.blocks):
             x = block(x, cache, i)
         if cache is not None:

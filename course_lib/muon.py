@@ -55,7 +55,8 @@ class Muon(torch.optim.Optimizer):
     matrix's update has the same size per entry as a square one's (torch's "original").
     """
 
-    def __init__(self, params, lr=0.02, momentum=0.95, weight_decay=0.0, ns_steps=5):
+    def __init__(self, params, lr=0.02, momentum=0.95, weight_decay=0.0, ns_steps=5,
+                 ns_dtype=None):
         for name, value in (("lr", lr), ("weight_decay", weight_decay)):
             if not value >= 0:
                 raise ValueError(f"Muon's {name} must be >= 0, got {value}")
@@ -63,6 +64,10 @@ class Muon(torch.optim.Optimizer):
             raise ValueError(f"Muon's momentum must be in [0, 1), got {momentum}; 0.95 is typical")
         if isinstance(ns_steps, bool) or not isinstance(ns_steps, int) or ns_steps < 1:
             raise ValueError(f"Muon's ns_steps must be a positive integer, got {ns_steps!r}")
+        if ns_dtype not in (None, torch.float32, torch.bfloat16):
+            raise ValueError(f"Muon's ns_dtype must be None (the gradient's own), torch.float32 "
+                             f"or torch.bfloat16, got {ns_dtype!r}")
+        self.ns_dtype = ns_dtype  # the Newton-Schulz iterations' dtype; None: the gradient's
         super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay,
                                       ns_steps=ns_steps))
         for group in self.param_groups:
@@ -87,7 +92,12 @@ class Muon(torch.optim.Optimizer):
                     state["momentum_buffer"] = torch.zeros_like(p)
                 buf = state["momentum_buffer"]
                 buf.lerp_(p.grad, 1 - m)                   # m buf + (1 - m) g
-                update = orthogonalize(p.grad.lerp(buf, m), group["ns_steps"])
+                g = p.grad.lerp(buf, m)
+                if self.ns_dtype is not None and self.ns_dtype != g.dtype:
+                    g = orthogonalize(g.to(self.ns_dtype), group["ns_steps"]).to(p.dtype)
+                    update = g
+                else:
+                    update = orthogonalize(g, group["ns_steps"])
                 scale = math.sqrt(max(1.0, p.shape[0] / p.shape[1]))
                 p.mul_(1 - lr * group["weight_decay"])
                 p.add_(update, alpha=-lr * scale)

@@ -178,8 +178,172 @@ def causal_saving(causal_seconds, full_seconds):
                 f"the key blocks the mask hides (about 0.5x would mean it skips all of them)")
     if ratio <= 0.9:
         return (f"the causal call took {ratio:.2f}x the unmasked call's time: somewhat less, "
-                f"though skipping every hidden key block would give about 0.5x (other work on "
-                f"the machine blurs timings this short)")
+                f"though skipping every hidden key block would give about 0.5x (the kernel "
+                f"skipped some of the hidden key blocks, not all: how many depends on the CPU "
+                f"and the kernel PyTorch picks, more than on the machine's load)")
     return (f"the causal call took {ratio:.2f}x the unmasked call's time: at this length, on "
-            f"this machine, skipping the hidden key blocks did not show (other work on the "
-            f"machine, or a kernel that computes them all)")
+            f"this machine, skipping the hidden key blocks did not show (a kernel that computes "
+            f"them all, or calls too short to tell apart)")
+
+
+# ---------------------------------------------------------------------------
+# Lessons 06 and 07: what a run or a timing showed, on a CPU or a GPU
+# ---------------------------------------------------------------------------
+
+def start_milestone(eval_steps, val_losses, ln_v, baseline):
+    """Lesson 06: where a run's validation loss stood against ln V (guessing evenly) and the
+    byte-frequency baseline, read from the run's own evaluations (step 0 first)."""
+    if len(eval_steps) != len(val_losses) or len(eval_steps) < 2 or eval_steps[0] != 0:
+        raise ValueError(f"pass the run's evaluations from step 0 on, at least two: got steps "
+                         f"{list(eval_steps)!r} and {len(val_losses)} losses")
+    ln_v, baseline = _positive("ln_v", ln_v), _positive("baseline", baseline)
+    first, later = val_losses[0], list(zip(eval_steps[1:], val_losses[1:]))
+    below_v = [s for s, v in later if v < ln_v]
+    if first >= ln_v:
+        said = (f"the untrained model scored {first:.3f} at step 0, about ln 256 = {ln_v:.3f}")
+        said += (f", and was below it by step {below_v[0]}"
+                 + (", the first evaluation after step 0" if below_v[0] == eval_steps[1] else "")
+                 if below_v else ", and never went below it")
+    else:
+        said = (f"the untrained model already scored {first:.3f} at step 0, a hair below "
+                f"ln 256 = {ln_v:.3f}: small random weights score the bytes almost, not "
+                f"exactly, alike, which can land a little above ln 256 or a little below, so "
+                f"passing it means nothing here")
+    below_f = [s for s, v in later if v < baseline]
+    said += (f"; the byte-frequency baseline ({baseline:.3f}) was first beaten at step "
+             f"{below_f[0]}" if below_f else
+             f"; the byte-frequency baseline ({baseline:.3f}) was not beaten in this run")
+    return said
+
+
+def memorising(gaps, scatter, times_read, dropout=0.0):
+    """Lesson 06: what the gaps between the validation loss and the training loss around the
+    same steps say. gaps: (step, validation - training) for each evaluation after step 0;
+    scatter: the training loss's own step-to-step scatter; times_read: the training text's
+    length trained on, as a multiple of it (0.075 for 7.5%); dropout: the model's."""
+    gaps = [(int(s), float(g)) for s, g in gaps]
+    if not gaps or not all(math.isfinite(g) for _, g in gaps):
+        raise ValueError(f"gaps must be finite (step, gap) pairs, at least one, got {gaps!r}")
+    scatter = _positive("scatter", scatter)
+    times_read = _positive("times_read", times_read)
+    read = (f"{times_read:.1%} of the training text's length" if times_read < 1
+            else f"the training text {times_read:.1f} times over")
+    worst = max(abs(g) for _, g in gaps)
+    step, last = gaps[-1]
+    if worst < 0.2:
+        return (f"at every evaluation the validation loss was within {worst:.3f} nats of the "
+                f"training loss around it (the training loss scatters by {scatter:.3f} from one "
+                f"batch to the next): after reading {read}, the model does about as well on "
+                f"text it never read as on the text it trains on, no sign of memorising")
+    if last > 0:
+        return (f"by step {step} the validation loss was {last:.3f} nats above the training "
+                f"loss around it, more than the training loss's scatter ({scatter:.3f}): after "
+                f"reading {read}, the model does better on the text it trains on than on text "
+                f"it never read; it has begun to memorise"
+                + (" (and the training loss, measured with dropout on, flatters it less than "
+                   "it would without)" if dropout else ""))
+    if dropout:
+        return (f"by step {step} the validation loss was {-last:.3f} nats below the training "
+                f"loss around it: the training loss is measured with dropout on ({dropout:g} of "
+                f"each sublayer's output zeroed), a handicap the validation loss, measured "
+                f"without it, does not carry; no sign of memorising after reading {read}")
+    return (f"by step {step} the validation loss was {-last:.3f} nats below the training loss "
+            f"around it, more than the training loss's scatter ({scatter:.3f}): the validation "
+            f"text is easier for this model than the training text; no sign of memorising "
+            f"after reading {read}")
+
+
+def speed_settings(ratio, device_type, has_bf16, load=None, cores=None):
+    """Lesson 06: what this lesson's training settings bought against plain float32 with
+    AdamW's loop, from their measured ratio of tokens per second on this device."""
+    ratio = _positive("ratio", ratio)
+    if device_type == "cuda":
+        said = (f"on this GPU, the run's settings (float32 on TF32 units, AdamW's fused update, "
+                f"the loss read back only every few hundred steps) trained {ratio:.2f}x the "
+                f"tokens per second of plain float32 (AdamW's default update, the loss read "
+                f"back every step)")
+        said += (": a step of this size is bound by launching kernels and waiting for the GPU, "
+                 "and the settings do less of both" if ratio > 1.1 else
+                 ": at this size they made little difference here")
+    elif device_type != "cpu":
+        said = (f"on this {device_type} device the run's settings trained {ratio:.2f}x the "
+                f"tokens per second of plain float32 with AdamW's default update")
+    elif has_bf16:
+        said = (f"this CPU has bfloat16 instructions: bf16 matrix products and the foreach "
+                f"update trained {ratio:.2f}x the tokens per second of plain float32")
+        if ratio <= 1.1:
+            said += (", less than such CPUs have given elsewhere (1.5x and more, "
+                     "docs/benchmarks.md)")
+    else:
+        said = (f"this CPU lacks bfloat16 instructions, so only the foreach update differs from "
+                f"plain float32: {ratio:.2f}x its tokens per second"
+                + (", about the same" if 0.9 <= ratio <= 1.1 else ""))
+    if load is not None and cores and math.isfinite(load) and load > cores:
+        said += (f"; the load average ({load:.1f}) was above the number of logical CPUs "
+                 f"({cores}), so other programs slowed these short timings unevenly and the "
+                 f"ratio could have come out either way")
+    return said
+
+
+def climb(uncached, cached):
+    """Lesson 07: how the time per token grew from the first 8 generated tokens to the last 8,
+    without the cache (`uncached`, a ratio) and with it (`cached`)."""
+    uncached, cached = _positive("uncached", uncached), _positive("cached", cached)
+    figures = (f"without the cache the time per token went {uncached:.1f}x from the first 8 "
+               f"tokens to the last 8, with it {cached:.1f}x")
+    if uncached > 2 * cached:
+        return (f"{figures}: uncached, each step pays for every position of its prefix, so it "
+                f"climbs; cached, a step pays for one new position, so it does not")
+    return (f"{figures}: neither climbed much. Here a step of this tiny model costs about its "
+            f"fixed cost whatever its prefix: the device does the uncached loop's extra "
+            f"positions in parallel, in time the step spends anyway (section 4 goes on to give "
+            f"a step more work)")
+
+
+def cache_payoff(rows, goal, capped):
+    """Lesson 07: what the cache saved as the batch grew. rows: (batch, uncached step seconds,
+    cached step seconds), batch doubling; goal: the ratio looked for; capped: whether the
+    batch stopped at the device's memory or time limit before reaching it."""
+    rows = [(int(b), _positive("uncached", u), _positive("cached", c)) for b, u, c in rows]
+    if not rows:
+        raise ValueError("rows is empty; pass at least the batch-1 measurement")
+    goal = _positive("goal", goal)
+    b0, u0, c0 = rows[0]
+    b, u, c = rows[-1]
+    if len(rows) == 1 and u / c >= goal:
+        return (f"at batch {b0} an uncached step took {u0 / c0:.1f}x a cached one: on this "
+                f"device the prefix's work outweighs a step's fixed cost from the start")
+    said = (f"at batch {b0} an uncached step took {u0 / c0:.1f}x a cached one; at batch {b}, "
+            f"{u / c:.1f}x (the uncached step {u / u0:.1f}x its batch-{b0} time, the cached one "
+            f"{c / c0:.1f}x)")
+    if u / c >= goal:
+        return (f"{said}: once a step carries enough work to keep the device busy, the work "
+                f"the cache saves is time saved")
+    why = "this device's memory or the cell's time limit" if capped else "the batches tried"
+    return (f"{said}: up to batch {b}, the largest {why} allowed, the cache's saving stayed "
+            f"below {goal:g}x; a wider model or a longer prefix puts more work in each step")
+
+
+def same_logits(bit_equal, max_diff, device_type):
+    """Lesson 07: how a fast decode step's logits compared with the readable step's."""
+    if bit_equal:
+        return "bit for bit equal at every step"
+    if not math.isfinite(max_diff) or max_diff < 0:
+        raise ValueError(f"max_diff must be a finite number >= 0, got {max_diff!r}")
+    return (f"equal to within {max_diff:.1e} at every step, not bit for bit: on this "
+            f"{device_type} device the two paths' kernels round differently")
+
+
+def gelu_kernels(onednn_us, torch_us, size):
+    """Lesson 07: oneDNN's exact GELU against torch's own CPU kernel, timed at one size."""
+    onednn_us, torch_us = _positive("onednn_us", onednn_us), _positive("torch_us", torch_us)
+    ratio = onednn_us / torch_us
+    if ratio > 1.1:
+        verdict = f"oneDNN's call cost {ratio:.1f}x torch's own"
+    elif ratio < 0.9:
+        verdict = (f"oneDNN's call was the cheaper one here ({ratio:.2f}x torch's), so turning "
+                   f"it off saves nothing on this CPU at this size")
+    else:
+        verdict = "about the same either way"
+    return (f"a GELU of {size} numbers, a decode step's, took {onednn_us:.1f} us through oneDNN "
+            f"and {torch_us:.1f} us through torch's own kernel: {verdict}")

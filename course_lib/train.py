@@ -10,12 +10,15 @@ quality in less of its time: course_lib.training.cpu_preset picks bf16 or float3
 what the CPU has, and --cpu-settings forces one; bench/time_to_quality.py measures it),
 "lesson06" (lesson 06's model, which trained data/tinylm.pt) and "tiny" (for tests and
 smoke runs only). The checkpoint goes to OUT/tinylm.pt; --slim drops the optimizer state at
-the end (a file about three times smaller that can be loaded but not resumed).
+the end (a file about three times smaller that can be loaded but not resumed). `--set NAME=VALUE`
+changes any field of the preset's TrainConfig or ModelConfig (`--set dropout=0.1 --set
+autocast=bf16`). A line per evaluation gives the validation loss and the seconds since the
+run started (bench/gpu_check.py reads them).
 """
 import argparse
 import os
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import torch
@@ -23,9 +26,11 @@ import torch.distributed as dist
 
 from course_lib.checkpoint import CheckpointError, load_checkpoint, parameter_checksum, save_checkpoint
 from course_lib.data import encode, load_corpus, train_val_split
-from course_lib.device import pick_device
-from course_lib.model import TinyLM
-from course_lib.training import ADAMW, AUTOCAST, CPU_PRESETS, PRESETS, cpu_preset, train
+from tqdm.auto import tqdm
+
+from course_lib.device import pick_device, use_cpu_threads
+from course_lib.model import ModelConfig, TinyLM
+from course_lib.training import ADAMW, AUTOCAST, CPU_PRESETS, PRESETS, TrainConfig, cpu_preset, train
 
 CHECKPOINT_NAME = "tinylm.pt"
 
@@ -53,7 +58,47 @@ def parse_args(argv=None):
                    help="bf16: bfloat16 autocast, also on a CPU; off: float32 (default: the "
                         "preset's, auto: bf16 on CUDA only)")
     p.add_argument("--adamw", choices=ADAMW, help="AdamW's kernels (default: the preset's)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="change one field of the preset's TrainConfig or ModelConfig, e.g. "
+                        "--set steps=1500 --set dropout=0.1 (repeat for more)")
     return p.parse_args(argv)
+
+
+def apply_settings(model_cfg, cfg, settings):
+    """The two configs with each "NAME=VALUE" of `settings` applied to the one that has NAME,
+    all at once (so steps=5 and warmup_steps=1 may come in either order).
+
+    VALUE is read as the field's type: a number, true/false, or a word such as bf16.
+    """
+    changes = {id(cfg): {}, id(model_cfg): {}}
+    for setting in settings:
+        name, sep, text = setting.partition("=")
+        name = name.strip()
+        owner = next((c for c in (cfg, model_cfg) if name in {f.name for f in fields(c)}), None)
+        if not sep or owner is None:
+            known = sorted({f.name for f in fields(TrainConfig)} | {f.name for f in fields(ModelConfig)})
+            raise ValueError(f"--set {setting!r}: expected NAME=VALUE with NAME a field of "
+                             f"TrainConfig or ModelConfig ({', '.join(known)})")
+        changes[id(owner)][name] = _read_value(text.strip(), getattr(owner, name), setting)
+    return replace(model_cfg, **changes[id(model_cfg)]), replace(cfg, **changes[id(cfg)])
+
+
+def _read_value(text, current, setting):
+    """text as a value of current's type (bool, int, float, str; None-able ints)."""
+    if isinstance(current, bool):
+        if text.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(f"--set {setting!r}: expected true or false")
+        return text.lower() in ("true", "1")
+    if text.lower() == "none" and current is None:
+        return None
+    for kind in (int, float):
+        if isinstance(current, kind) or current is None:
+            try:
+                return kind(text)
+            except ValueError:
+                if kind is float or current is not None:
+                    raise ValueError(f"--set {setting!r}: expected a number") from None
+    return text
 
 
 def _setup_distributed():
@@ -73,6 +118,8 @@ def _setup_distributed():
 
 def main(argv=None):
     args = parse_args(argv)
+    use_cpu_threads()  # one CPU thread unless told otherwise, under torchrun too: on a GPU run,
+    # torch's default of one a core took 40 s and 290 CPU-seconds where one took 25 s (issue 46)
     model_cfg, cfg = PRESETS[args.preset]
     chosen = ""
     if args.preset == "cpu":
@@ -87,6 +134,7 @@ def main(argv=None):
         for name in ("autocast", "adamw"):
             if getattr(args, name) is not None:
                 cfg = replace(cfg, **{name: getattr(args, name)})
+        model_cfg, cfg = apply_settings(model_cfg, cfg, args.set)
         text = load_corpus(args.data)
         train_ids, val_ids = train_val_split(encode(text))
     except (FileNotFoundError, ValueError) as err:
@@ -115,7 +163,7 @@ def main(argv=None):
                 model, device_ids=[device.index] if device.type == "cuda" else None)
         try:
             history = train(wrapped, train_ids, val_ids, cfg, device=device, checkpoint_path=out,
-                            resume=args.resume, progress=not args.no_progress)
+                            resume=args.resume, progress=not args.no_progress, on_eval=_say_eval)
         except (CheckpointError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
@@ -132,6 +180,10 @@ def main(argv=None):
         if distributed:
             dist.destroy_process_group()
     return 0
+
+
+def _say_eval(step, val_loss, seconds):
+    tqdm.write(f"step {step}: validation loss {val_loss:.4f} ({seconds:.1f} s)")
 
 
 if __name__ == "__main__":

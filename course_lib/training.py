@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from course_lib import checkpoint as ckpt
 from course_lib.data import get_batch, split_inputs_targets
-from course_lib.device import cpu_has_bf16
+from course_lib.device import cannot_compile, cpu_has_bf16
 from course_lib.model import ModelConfig
 from course_lib.muon import Muon, MuonWithAdamW, hidden_matrices
 
@@ -41,10 +41,11 @@ def train_step(model, opt, batch):
 
 
 @torch.no_grad()
-def evaluate(model, ids, *, batch_size, block_size, n_batches=4, seed=0):
+def evaluate(model, ids, *, batch_size, block_size, n_batches=4, seed=0, autocast="auto"):
     """Mean next-token loss on `n_batches` fixed random windows of `ids` (the same for a given seed).
 
-    Runs on the model's device, in eval mode, and leaves the model in the mode it was in.
+    Runs on the model's device, in eval mode, in the precision TrainConfig.autocast names
+    (`autocast`), and leaves the model in the mode it was in.
     """
     device = next(model.parameters()).device
     was_training = model.training
@@ -54,7 +55,7 @@ def evaluate(model, ids, *, batch_size, block_size, n_batches=4, seed=0):
     for _ in range(n_batches):
         batch = get_batch(ids, batch_size, block_size, gen).to(device)
         inputs, targets = split_inputs_targets(batch)
-        with _autocast(device):
+        with _autocast(device, autocast):
             logits = model(inputs)
         total += next_token_loss(logits.float(), targets).item()
     model.train(was_training)
@@ -93,8 +94,8 @@ def fit(model, ids, *, steps, batch_size, block_size, lr=3e-4, seed=0, progress=
 AUTOCAST = ("auto", "bf16", "off")
 ADAMW = ("default", "foreach", "fused")
 OPTIMIZERS = ("adamw", "muon")
-_SPEED_OPTIONS = ("autocast", "adamw")
-_SHOWN_WHEN_SET = ("beta2", "optimizer", "muon_lr", *_SPEED_OPTIONS)  # in repr only when set
+_SPEED_OPTIONS = ("autocast", "adamw", "tf32", "sync_every", "compile")
+_SHOWN_WHEN_SET = ("beta2", "optimizer", "muon_lr", "muon_bf16", *_SPEED_OPTIONS)  # in repr only when set
 
 
 @dataclass(frozen=True, repr=False)
@@ -116,15 +117,23 @@ class TrainConfig:
     # same schedule; AdamW at lr for the embeddings, the head, norms and biases.
     optimizer: str = "adamw"
     muon_lr: float = 0.02
+    muon_bf16: bool = False   # Muon's Newton-Schulz iterations in bfloat16 (see cpu_preset)
     eval_every: int = 50      # validation loss on fixed batches every eval_every steps and at the end
     eval_batches: int = 8
     seed: int = 0
     # Speed (bench/time_to_quality.py measures them). The defaults are the lessons' float32 run.
     autocast: str = "auto"    # "auto": bf16 on CUDA when supported; "bf16": also on CPU; "off"
     adamw: str = "default"    # "foreach" or "fused": AdamW's multi-tensor or fused kernels
+    tf32: bool = False        # CUDA only: float32 matrix products on TensorFloat-32 units
+    # Read the training loss back from the device every sync_every steps (and at every
+    # evaluation). Each read waits for a GPU to finish the work queued so far; on a CPU it
+    # costs nothing, and 1 shows every step's loss as it comes.
+    sync_every: int = 1
+    compile: bool = False     # torch.compile the model for the training steps (see train)
 
     def __post_init__(self):
-        for name in ("steps", "batch_size", "block_size", "eval_every", "eval_batches"):
+        for name in ("steps", "batch_size", "block_size", "eval_every", "eval_batches",
+                     "sync_every"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"TrainConfig.{name} must be a positive integer, got {value!r}")
@@ -154,6 +163,10 @@ class TrainConfig:
                              f"is typical")
         if self.grad_clip < 0:
             raise ValueError(f"TrainConfig.grad_clip must be >= 0 (0 = no clipping), got {self.grad_clip}")
+        for name in ("tf32", "compile", "muon_bf16"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"TrainConfig.{name} must be True or False, "
+                                 f"got {getattr(self, name)!r}")
         for name, allowed in (("autocast", AUTOCAST), ("adamw", ADAMW),
                               ("optimizer", OPTIMIZERS)):
             if getattr(self, name) not in allowed:
@@ -172,11 +185,19 @@ class TrainConfig:
 
 
 PRESETS = {
-    # The full run, for one GPU: about 3.2M parameters, 8192 tokens a step (untimed on a GPU
-    # so far; raise --steps if it finishes in well under a few minutes).
-    "gpu": (ModelConfig(vocab_size=256, max_len=256, d_model=256, n_heads=4, n_layers=4),
-            TrainConfig(steps=2000, batch_size=32, block_size=256, lr=3e-4, warmup_steps=100,
-                        eval_every=200, eval_batches=16)),
+    # The full run, for one GPU: nanoGPT's Shakespeare model (6 layers of width 384, 6 heads,
+    # dropout 0.2; 10.7M parameters) and batch (64 windows of 256 bytes: 16,384 tokens a
+    # step), with RoPE, 2,000 steps of AdamW at 1e-3 (beta2 0.99) decaying to 1e-4 by the
+    # last. Eager, not compiled: nanoGPT's compile took 30 s of its 50 s to 1.47 on an H200
+    # (issue 46). At this size a step is bound by launching kernels, so the settings launch
+    # fewer: float32 on TF32 units rather than bf16 autocast (whose casts are launches too;
+    # it ran slower than float32 on the H200), fused AdamW, and the loss read back from the
+    # GPU only at evaluations. bench/gpu_check.py measures it against nanoGPT's recipe.
+    "gpu": (ModelConfig(vocab_size=256, max_len=256, d_model=384, n_heads=6, n_layers=6,
+                        positions="rope", dropout=0.2),
+            TrainConfig(steps=2000, batch_size=64, block_size=256, lr=1e-3, warmup_steps=100,
+                        beta2=0.99, eval_every=250, eval_batches=16, autocast="off",
+                        adamw="fused", tf32=True, sync_every=250)),
     # Lesson 06's CPU model (data/tinylm.pt was trained with it): about 0.8M parameters, 2048
     # tokens a step. The command's `--preset cpu` runs CPU_PRESETS instead (see cpu_preset);
     # this one is `--preset lesson06` there.
@@ -198,17 +219,22 @@ PRESETS["lesson06"] = PRESETS["cpu"]
 # (--dev), never on the validation text. Both take RoPE, which learns far faster per token than
 # a position table, and Muon (course_lib.muon) for the 16 hidden matrices at a peak of 0.03,
 # with AdamW's fused update at 4e-3 for the embedding and the norms and biases: in float32,
-# Muon reached the recipe's loss in 300 steps of 24 windows where AdamW alone needed 540.
+# Muon reached the recipe's loss in 300 steps of 24 windows where AdamW alone needed 540, and
+# 270 steps reached 1.428 and 1.433 on the tuning split (seeds 0 and 1; the recipe's loss
+# + 0.02 is 1.448 and 1.460) in about 0.85 of the CPU time of 300, so both branches take 270.
 # "bf16" adds bf16 autocast, for CPUs with bfloat16 instructions (1.6x the tokens/s of float32
-# there; without them torch emulates bf16, slower than float32).
+# there; without them torch emulates bf16, slower than float32), and runs Muon's Newton-Schulz
+# iterations in bfloat16 too (18.6 against 27.6 ms of CPU a step on an EPYC with AVX512-BF16:
+# bench/train_step.py --newton-schulz): 270 such steps reached 1.435 and 1.433 on the tuning
+# split. docs/benchmarks.md has the runs.
 _QUALITY_MODEL = ModelConfig(vocab_size=256, max_len=64, d_model=128, n_heads=4, n_layers=4,
                              positions="rope")
-_QUALITY_RUN = TrainConfig(steps=300, batch_size=24, block_size=64, lr=4e-3, warmup_steps=30,
-                           eval_every=300, eval_batches=8, optimizer="muon", muon_lr=0.03,
+_QUALITY_RUN = TrainConfig(steps=270, batch_size=24, block_size=64, lr=4e-3, warmup_steps=27,
+                           eval_every=270, eval_batches=8, optimizer="muon", muon_lr=0.03,
                            adamw="fused", autocast="off")
 CPU_PRESETS = {
     "float32": (_QUALITY_MODEL, _QUALITY_RUN),
-    "bf16": (_QUALITY_MODEL, replace(_QUALITY_RUN, autocast="bf16")),
+    "bf16": (_QUALITY_MODEL, replace(_QUALITY_RUN, autocast="bf16", muon_bf16=True)),
 }
 
 
@@ -260,6 +286,9 @@ class History:
     val_losses: list = field(default_factory=list)
     tokens_per_second: float = 0.0   # all processes together, excluding evaluation and saving
     device: str = "cpu"
+    # Wall seconds from the start of the run to the end of each evaluation (compiling,
+    # evaluating and saving included), one per eval_steps entry.
+    eval_seconds: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -270,7 +299,8 @@ class History:
                    eval_steps=[int(s) for s in d["eval_steps"]],
                    val_losses=[float(x) for x in d["val_losses"]],
                    tokens_per_second=float(d.get("tokens_per_second", 0.0)),
-                   device=str(d.get("device", "cpu")))
+                   device=str(d.get("device", "cpu")),
+                   eval_seconds=[float(x) for x in d.get("eval_seconds", [])])
 
 
 def decay_groups(model, weight_decay):
@@ -301,7 +331,8 @@ def configure_optimizer(model, cfg: TrainConfig):
                                  betas=(0.9, cfg.beta2), **kernels)
     matrices = hidden_matrices(_unwrap(model))
     ratio = cfg.muon_lr / cfg.lr
-    muon = Muon([{"params": matrices, "lr_ratio": ratio}], lr=lr_at(0, cfg) * ratio)
+    muon = Muon([{"params": matrices, "lr_ratio": ratio}], lr=lr_at(0, cfg) * ratio,
+                ns_dtype=torch.bfloat16 if cfg.muon_bf16 else None)
     in_muon = {id(p) for p in matrices}
     groups = [dict(g, params=[p for p in g["params"] if id(p) not in in_muon], lr_ratio=1.0)
               for g in decay_groups(model, cfg.weight_decay)]
@@ -351,17 +382,52 @@ def _check_ids_for(ids, name, cfg, model):
                          f"use block_size <= {max_len} or a model with a larger max_len")
 
 
+def _batch_to(batch, device):
+    """A batch of ids on `device`. To a GPU through pinned memory and without waiting: a plain
+    copy from pageable memory waits for the GPU to finish its queue, a sync every step."""
+    if device.type == "cuda":
+        return batch.pin_memory().to(device, non_blocking=True)
+    return batch.to(device)
+
+
+@contextlib.contextmanager
+def _matmul_precision(device, tf32):
+    """TensorFloat-32 for float32 matrix products on a CUDA device while the run lasts
+    (TrainConfig.tf32), restored on the way out; nothing elsewhere."""
+    if not (tf32 and device.type == "cuda"):
+        yield
+        return
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def _compiled(model, device):
+    """torch.compile(model), or a ValueError that says why this machine cannot compile."""
+    why = cannot_compile(device)
+    if why:
+        raise ValueError(f"TrainConfig.compile=True, but {why}; use compile=False")
+    return torch.compile(model)
+
+
 def train(model, train_ids, val_ids, cfg: TrainConfig, *, device=None, checkpoint_path=None,
-          resume=False, progress=True) -> History:
+          resume=False, progress=True, on_eval=None) -> History:
     """Train `model` on random windows of train_ids; return the History.
 
     AdamW (decay on 2-D weights), warm-up + cosine learning rate (lr_at), gradient clipping,
     batches drawn by a torch.Generator seeded with cfg.seed (+ rank under DDP), bf16 autocast
     on CUDA when supported (cfg.autocast="bf16" also on a CPU, "off" never; cfg.adamw picks
-    AdamW's kernels; bench/time_to_quality.py measures both). The validation loss on fixed
-    windows of val_ids is measured at step 0, every cfg.eval_every steps and at the end. With checkpoint_path the run is saved
-    atomically at every evaluation after step 0 and at the end; resume=True continues from
-    that file (same batches, same numbers as a run that was never stopped).
+    AdamW's kernels, cfg.tf32 TensorFloat-32 on CUDA, cfg.compile torch.compile;
+    bench/time_to_quality.py and bench/gpu_check.py measure them). The validation loss on
+    fixed windows of val_ids is measured at step 0, every cfg.eval_every steps and at the end;
+    on_eval(step, val_loss, seconds), if given, is called after each (on rank 0). The training
+    losses are read back every cfg.sync_every steps, and a loss that is not finite stops the
+    run then, naming its step. With checkpoint_path the run is saved atomically at every
+    evaluation after step 0 and at the end; resume=True continues from that file (same
+    batches, same numbers as a run that was never stopped).
 
     Under torch.distributed pass the DDP-wrapped model: every process draws its own batches,
     only rank 0 writes the checkpoint and shows progress.
@@ -372,11 +438,13 @@ def train(model, train_ids, val_ids, cfg: TrainConfig, *, device=None, checkpoin
     _check_ids_for(val_ids, "val_ids", cfg, model)
     if resume and checkpoint_path is None:
         raise ValueError("resume=True needs checkpoint_path, the file to continue from")
+    started = time.perf_counter()
     rank, world = _dist_info()
     inner = _unwrap(model)
     device = torch.device(device) if device is not None else next(inner.parameters()).device
     if next(inner.parameters()).device != device:
         inner.to(device)
+    forward = _compiled(model, device) if cfg.compile else model
 
     opt = configure_optimizer(model, cfg)
     gen = torch.Generator().manual_seed(cfg.seed + rank)
@@ -395,6 +463,7 @@ def train(model, train_ids, val_ids, cfg: TrainConfig, *, device=None, checkpoin
         if state.get("history"):
             history = History.from_dict(state["history"])
             history.device = str(device)
+    earlier = history.eval_seconds[-1] if history.eval_seconds else 0.0  # a resumed run's
 
     def save(step):
         states = [gen.get_state()]
@@ -406,55 +475,67 @@ def train(model, train_ids, val_ids, cfg: TrainConfig, *, device=None, checkpoin
                             generator=gen, history=history, rank_generator_states=states)
 
     def record_eval(step):
+        val = evaluate(inner, val_ids, batch_size=cfg.batch_size, block_size=cfg.block_size,
+                       n_batches=cfg.eval_batches, seed=cfg.seed + 12345, autocast=cfg.autocast)
         history.eval_steps.append(step)
-        history.val_losses.append(evaluate(inner, val_ids, batch_size=cfg.batch_size,
-                                           block_size=cfg.block_size, n_batches=cfg.eval_batches,
-                                           seed=cfg.seed + 12345))
+        history.val_losses.append(val)
+        history.eval_seconds.append(earlier + time.perf_counter() - started)
+        if on_eval is not None and rank == 0:
+            on_eval(step, val, history.eval_seconds[-1])
 
     model.train()
-    if start == 0 and not history.eval_steps:
-        record_eval(0)
     bar = tqdm(total=cfg.steps, initial=start, disable=(not progress) or rank != 0,
                desc="training", dynamic_ncols=True)
     tokens_per_update = cfg.tokens_per_step * world
     train_time, n_timed = 0.0, 0
+    pending = []  # (step, lr, loss on the device) not read back yet
     try:
-        for step in range(start, cfg.steps):
-            t0 = time.perf_counter()
-            lr = lr_at(step, cfg)
-            for group in opt.param_groups:
-                group["lr"] = lr * group.get("lr_ratio", 1.0)
-            batch = get_batch(train_ids, cfg.batch_size, cfg.block_size, gen).to(device)
-            inputs, targets = split_inputs_targets(batch)
-            with _autocast(device, cfg.autocast):
-                logits = model(inputs)
-            loss = next_token_loss(logits.float(), targets)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
-            loss = loss.detach()
-            if world > 1:
-                dist.all_reduce(loss)
-                loss = loss / world
-            value = loss.item()  # also waits for the GPU, so the timing below is honest
-            train_time += time.perf_counter() - t0
-            n_timed += 1
-            done = step + 1
-            if not math.isfinite(value):
-                raise FloatingPointError(f"the training loss became {value} at step {done} "
-                                         f"(learning rate {lr:.3g}); lower TrainConfig.lr "
-                                         f"(now {cfg.lr}) or check the data")
-            history.steps.append(done)
-            history.losses.append(value)
-            history.tokens_per_second = n_timed * tokens_per_update / train_time
-            bar.update(1)
-            bar.set_postfix(loss=f"{value:.3f}", tok_s=f"{history.tokens_per_second:,.0f}")
-            if done % cfg.eval_every == 0 or done == cfg.steps:
-                record_eval(done)
-                if checkpoint_path is not None:
-                    save(done)
+        with _matmul_precision(device, cfg.tf32):
+            if start == 0 and not history.eval_steps:
+                record_eval(0)
+            segment = time.perf_counter()
+            for step in range(start, cfg.steps):
+                lr = lr_at(step, cfg)
+                for group in opt.param_groups:
+                    group["lr"] = lr * group.get("lr_ratio", 1.0)
+                batch = _batch_to(get_batch(train_ids, cfg.batch_size, cfg.block_size, gen), device)
+                inputs, targets = split_inputs_targets(batch)
+                with _autocast(device, cfg.autocast):
+                    logits = forward(inputs)
+                loss = next_token_loss(logits.float(), targets)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.grad_clip > 0:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                opt.step()
+                loss = loss.detach()
+                if world > 1:
+                    dist.all_reduce(loss)
+                    loss = loss / world
+                done = step + 1
+                pending.append((done, lr, loss))
+                bar.update(1)
+                evaluating = done % cfg.eval_every == 0 or done == cfg.steps
+                if not (evaluating or done % cfg.sync_every == 0):
+                    continue
+                values = torch.stack([x for _, _, x in pending]).tolist()  # waits for the GPU
+                train_time += time.perf_counter() - segment
+                n_timed += len(pending)
+                for (at, rate, _), value in zip(pending, values):
+                    if not math.isfinite(value):
+                        raise FloatingPointError(
+                            f"the training loss became {value} at step {at} (learning rate "
+                            f"{rate:.3g}); lower TrainConfig.lr (now {cfg.lr}) or check the data")
+                    history.steps.append(at)
+                    history.losses.append(value)
+                pending = []
+                history.tokens_per_second = n_timed * tokens_per_update / train_time
+                bar.set_postfix(loss=f"{values[-1]:.3f}", tok_s=f"{history.tokens_per_second:,.0f}")
+                if evaluating:
+                    record_eval(done)
+                    if checkpoint_path is not None:
+                        save(done)
+                segment = time.perf_counter()
     finally:
         bar.close()
     if checkpoint_path is not None and start == cfg.steps:

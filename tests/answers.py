@@ -47,6 +47,60 @@ def _squeeze(text):
     return re.sub(r"[\s()]+", "", text).replace('"', "'")
 
 
+def exercise_statement(name):
+    """The markdown above exercise `name`'s cell (its statement), squeezed (see `_squeeze`)."""
+    from course_lib.exercises import exercises
+    from notebook_tools import LESSONS, read
+    for path in LESSONS:
+        nb = read(path)
+        for found, i, _ in exercises(nb):
+            if found == name:
+                return _squeeze(" ".join(c.source for c in nb.cells[max(i - 2, 0):i]
+                                         if c.cell_type == "markdown"))
+    raise KeyError(name)
+
+
+def reference_statements(name, shortest=12):
+    """The statements of exercise `name`'s reference answer (course_lib/checks/solutions.json)
+    that no hint or failure message may hold: each simple statement (`x = x + f(x)`, `return
+    e`) and its expression, and each `if`/`while` test, squeezed (see `_squeeze`), of
+    `shortest` characters or more, except those the exercise's own statement spells out."""
+    import ast
+
+    from course_lib.checks.hints import solution_source
+    _, source = solution_source(name)
+    function = ast.parse(source).body[0]
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]                                   # the docstring
+    found = set()
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)):
+            found.add(ast.unparse(node))
+            if getattr(node, "value", None) is not None:
+                found.add(ast.unparse(node.value))
+        elif isinstance(node, (ast.If, ast.While)):
+            found.add(ast.unparse(node.test))
+    statement = exercise_statement(name)
+    return {squeezed for squeezed in map(_squeeze, found)
+            if len(squeezed) >= shortest and squeezed not in statement}
+
+
+def module_texts(path):
+    """(line, text) of every string a module writes: its literals (adjacent ones joined, as
+    Python joins them) and its f-strings, each placeholder as '{}'."""
+    import ast
+    from pathlib import Path
+    texts = []
+    for node in ast.walk(ast.parse(Path(path).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            texts.append((node.lineno, node.value))
+        elif isinstance(node, ast.JoinedStr):
+            texts.append((node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "{}"
+                                               for v in node.values)))
+    return texts
+
+
 def giveaways(name):
     """The calls in exercise `name`'s reference answer (`f(a, b)`, `.view(B, T, H, D)`) that
     feedback and hints must not hold, squeezed (see `_squeeze`): those of 18 characters or

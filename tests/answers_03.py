@@ -166,7 +166,7 @@ return layer(x, x, x, attn_mask=mask, need_weights=False)[0]""", "calls torch.nn
           "the softmax NaN, lesson 01's pitfall"),
     Wrong("multi_head_attention", "half precision meeting a float32 mask",
           _mha().replace("x, w_qkv, w_proj = x.float(), w_qkv.float(), w_proj.float()\n", ""),
-          "compute in float32 (x.float(), w_qkv.float(), w_proj.float())"),
+          "compute in float32 (x and both weights converted with .float())"),
     Wrong("multi_head_attention", "computed in float32, returned in float32",
           _mha().replace(").to(dtype)", ")"), "the output has the wrong dtype"),
     Wrong("multi_head_attention", "x @ w_qkv without .T", """\

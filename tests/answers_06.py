@@ -72,7 +72,7 @@ WRONG += [
           "model.eval()\n" + _step(),
           "left the model in eval mode"),
     Wrong("train_step", "forgets to return", _step().replace("return loss.item()", "loss = loss.item()"),
-          "end with `return loss.item()`"),
+          "end with a `return` of the loss of this batch"),
     Wrong("train_step", "returns the loss tensor", _step(result="loss"),
           "returned a tensor, not a float"),
 ]

@@ -25,7 +25,7 @@ WRONG = [
     Wrong("cached_attention_step", "never stores the new token",
           "k = torch.cat([k_cache[:length], k_new[None]])\nv = torch.cat([v_cache[:length], v_new[None]])\n"
           + _ATTEND,
-          "store the new key and value in the caches"),
+          "write the new key and value into the caches, in place"),
     Wrong("cached_attention_step", "no 1/sqrt(D)",
           _STORE + "k, v = k_cache[:length + 1], v_cache[:length + 1]\n"
           "return torch.softmax(k @ q, dim=-1) @ v",

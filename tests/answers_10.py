@@ -98,6 +98,10 @@ WRONG = [
     Wrong("prefix_lm_mask", "a 64 x 64 causal table, sliced, the prefix opened",
           "m = np.triu(np.full((64, 64), -np.inf), k=1)[:T, :T].copy()\n"
           "m[:, :n_prefix] = 0.0\nreturn m", "not by slicing a table of a fixed size"),
+    Wrong("prefix_lm_mask", "a 256 x 256 table, sliced (issue 44)",
+          "table = np.where(np.arange(256)[None, :] <= np.arange(256)[:, None], 0.0, -np.inf)\n"
+          "m = table[:T, :T].copy()\nm[:, :n_prefix] = 0.0\nreturn m",
+          "not by slicing a table of a fixed size"),
     Wrong("prefix_lm_mask", "a torch tensor",
           "i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]\n"
           "return torch.where((j <= i) | (j < n_prefix), 0.0, float('-inf'))", "got a torch tensor"),

@@ -283,10 +283,10 @@ for pair, n in counts.items():
         best, most = pair, n
 return best""", "starts from a best count of 1"),
     Wrong("best_pair", "ties compared as text",
-          "return min(counts, key=lambda p: (-counts[p], str(p)))", "compared as text"),
+          "return min(counts, key=lambda p: (-counts[p], str(p)))", "as text ('(12, 5)'"),
     Wrong("best_pair", "ties by a * 256 + b",
           "return min(counts, key=lambda p: (-counts[p], p[0] * 256 + p[1]))",
-          "a * 256 + b does not order the pairs"),
+          "as one number, a * K + b or a + b / K"),
     Wrong("best_pair", "a list instead of a tuple",
           "return list(min(counts, key=lambda p: (-counts[p], p)))", "not a list"),
     Wrong("best_pair", "a pair of arrays", """\
@@ -355,6 +355,44 @@ try:
 except UnicodeDecodeError:
     return "".join(vocab[i].decode("utf-8", errors="replace") for i in ids)""",
           "when the joined bytes were not valid UTF-8"),
+]
+
+# Issue 44: answers right on every named case, wrong somewhere in the domain the lesson states
+# (ids past 999, pieces longer than five, ids whose digits hold another's, text with capitals,
+# NUL or CR LF); the checks' drawn inputs find each, and shrink it before it is shown.
+WRONG += [
+    Wrong("best_pair", "ties by a * 1000 + b",
+          "return min(counts, key=lambda p: (-counts[p], p[0] * 1000 + p[1]))",
+          "as one number, a * K + b or a + b / K"),
+    Wrong("best_pair", "ties by a + b / 1000",
+          "return min(counts, key=lambda p: (-counts[p], p[0] + p[1] / 1000))",
+          "as one number, a * K + b or a + b / K"),
+    Wrong("best_pair", "ties by the float 'a.b'",
+          'return min(counts, key=lambda p: (-counts[p], float(f"{p[0]}.{p[1]}")))',
+          "as the number 'a.b'"),
+    Wrong("best_pair", "ties by zero-padded text",
+          'return min(counts, key=lambda p: (-counts[p], f"{p[0]:03d}{p[1]:03d}"))',
+          "as zero-padded text"),
+    Wrong("count_pairs", "the first five ids of each piece", """\
+counts = {}
+for piece, n in pieces.items():
+    for pair in zip(piece[:5], piece[1:5]):
+        counts[pair] = counts.get(pair, 0) + n
+return counts""", "ids of each piece were counted"),
+    Wrong("encode_piece", "merged as text", """\
+text = " ".join(map(str, ids))
+for k, (a, b) in enumerate(merges):
+    text = text.replace(f"{a} {b}", str(256 + k))
+return [int(t) for t in text.split()]""", "the ids were merged as text"),
+    Wrong("decode_tokens", "lower-cased", """\
+return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace").lower()""",
+          "the text's case was changed (lower())"),
+    Wrong("decode_tokens", "NUL stripped", """\
+return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace").replace("\\x00", "")""",
+          "NUL characters (byte 0) were dropped"),
+    Wrong("decode_tokens", "CR LF as LF", """\
+text = b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
+return text.replace("\\r\\n", "\\n")""", "line endings were changed (CR LF became LF)"),
 ]
 
 ALTERNATIVES = [

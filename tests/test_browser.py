@@ -24,7 +24,6 @@ A screenshot of each lesson goes to tests/artefacts/browser/ (git-ignored).
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_tools import browser_test, chromium, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -51,39 +51,9 @@ def stated_seconds(lesson):
     return stated_run_time(lesson)
 
 
-def _chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-def _missing():
-    """Why the browser test cannot run here, or None."""
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "Playwright is not installed (pip install playwright)"
-    if _chromium() is None:
-        return "Chromium is not installed (apt-get install chromium)"
-    return None
-
-
-if os.environ.get("COURSE_BROWSER_TEST") != "1":
-    pytest.skip(f"browser test: {_missing() or 'Chromium and Playwright found'}; "
-                f"`make test-browser` runs it", allow_module_level=True)
-if _missing():
-    pytest.fail(f"make test-browser: {_missing()}", pytrace=False)
+browser_test("browser test")
 
 from playwright.sync_api import sync_playwright  # noqa: E402
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 # JupyterLab settings for the test: render every cell (no windowing, so off-screen outputs are in
 # the page), fetch no news, and save nothing back (the lessons are copies anyway).
@@ -109,7 +79,7 @@ def lab(tmp_path_factory):
         target = home / "settings" / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-    port, token = _free_port(), "course-browser-test"
+    port, token = free_port(), "course-browser-test"
     env = dict(os.environ, PYTHONPATH=str(ROOT), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
@@ -148,7 +118,7 @@ def lab(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser():
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), headless=True,
+        browser = p.chromium.launch(executable_path=chromium(), headless=True,
                                     args=["--no-sandbox", "--disable-dev-shm-usage"])
         yield browser
         browser.close()

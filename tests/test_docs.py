@@ -87,27 +87,38 @@ def test_readme_is_for_learners_and_newcomers():
 
 # ---------------------------------------------------------------- the guide's commands
 
+DOWNLOADED = (2026, 12, 20, 9, 41, 7)   # when the guide's Canvas zip was made: after every due time
+
+
 @pytest.fixture(scope="module")
 def tiny_class(tmp_path_factory):
-    """A folder to run the guide's commands in: Canvas's submissions zip of 3 learners, and a roster.
+    """A folder to run the guide's commands in: Canvas's submissions zip of 3 learners, Canvas's
+    submission times for them, and a roster.
 
-    Each entry is named as Canvas names it; bob handed in twice (the second upload, `-1`, wins),
-    and a PDF is in it too, which collect lists, not places. Every time is before the guide's
-    due times (collect makes each lesson's timestamp.txt from it)."""
+    The zip is made as Canvas makes it (instructure/canvas-lms, lib/content_zipper.rb): each entry
+    `{sortable name}_{LATE_}{user id}_{file id}_{file}`, every one stamped with the moment of the
+    download, twelve days after the due time; cy's is flagged LATE. bob handed in two files (the
+    later file id, `-1`, wins), and a PDF is in it too, which collect lists, not places. The
+    times file is what Canvas's Submissions API lists: ada and bob before the due time, cy 26
+    hours after it."""
     here = tmp_path_factory.mktemp("guide")
     blank = read(ROOT / "exercises" / "00_start_here.ipynb")
     wrong = next(w for w in WRONG if w.exercise == "next_token_targets" and w.inject)
     learners = {"ada": fill(blank, REFERENCE),
                 "bob": fill(blank, {**REFERENCE, wrong.exercise: wrong.body}),
                 "cy": blank}
-    names = {"ada": "lovelaceada_4821_90001_", "bob": "babbagebob_4822_90002_", "cy": "cy_late_4823_90003_"}
+    names = {"ada": "lovelaceada_4821_90001_", "bob": "babbagebob_4822_90002_", "cy": "cy_LATE_4823_90003_"}
     with zipfile.ZipFile(here / "canvas-submissions.zip", "w") as download:
-        download.writestr(zipfile.ZipInfo("babbagebob_4822_90000_00_start_here.ipynb", (2026, 12, 1, 9, 0, 0)),
+        download.writestr(zipfile.ZipInfo("babbagebob_4822_90000_00_start_here.ipynb", DOWNLOADED),
                           nbformat.writes(blank))
         for learner, nb in learners.items():
             name = names[learner] + ("00_start_here-1.ipynb" if learner == "bob" else "00_start_here.ipynb")
-            download.writestr(zipfile.ZipInfo(name, (2026, 12, 1, 10, 0, 0)), nbformat.writes(nb))
-        download.writestr(zipfile.ZipInfo("cy_late_4823_90004_notes.pdf", (2026, 12, 1, 10, 0, 0)), b"%PDF")
+            download.writestr(zipfile.ZipInfo(name, DOWNLOADED), nbformat.writes(nb))
+        download.writestr(zipfile.ZipInfo("cy_LATE_4823_90004_notes.pdf", DOWNLOADED), b"%PDF")
+    (here / "canvas-times.json").write_text(json.dumps([
+        {"id": 1, "user_id": 4821, "submitted_at": "2026-12-08T16:00:00Z", "late": False},
+        {"id": 2, "user_id": 4822, "submitted_at": "2026-12-08T16:30:00Z", "late": False},
+        {"id": 3, "user_id": 4823, "submitted_at": "2026-12-09T19:00:00Z", "late": True, "seconds_late": 93600}]))
     (here / "roster.csv").write_text("learner,lms_id,email\nada,4821,ada@example.edu\n"
                                      "bob,4822,bob@example.edu\ncy,4823,cy@example.edu\n")
     (here / "overrides.csv").write_text("learner,lesson,exercise,points,comment\n"
@@ -131,17 +142,31 @@ def _check_exercises(code, output, here):
     assert code == 0, output
 
 
+def _stamps(here):
+    """{learner: the first line of their lesson 00's timestamp.txt}."""
+    return {learner: (here / "submissions" / learner / "00_start_here" / "timestamp.txt").read_text().splitlines()[0]
+            for learner in ("ada", "bob", "cy")}
+
+
 def _check_collected(code, output, here):
     assert code == 0, output
     for learner in ("ada", "bob", "cy"):
         lesson = here / "submissions" / learner / "00_start_here"
         assert (lesson / "00_start_here.ipynb").is_file() and (lesson / "timestamp.txt").is_file(), output
-    assert "not placed: cy_late_4823_90004_notes.pdf: not a notebook" in output
+    assert "not placed: cy_LATE_4823_90004_notes.pdf: not a notebook" in output
     assert "not placed: babbagebob_4822_90000_00_start_here.ipynb: an older file" in output
     # bob's -1 upload (his answers), not the older blank one
     bob = (here / "submissions" / "bob" / "00_start_here" / "00_start_here.ipynb").read_text(encoding="utf-8")
     blank = (ROOT / "exercises" / "00_start_here.ipynb").read_text(encoding="utf-8")
     assert bob.count("NotImplementedError(") < blank.count("NotImplementedError(")
+    # the zip's time is the download's, no one's hand-in: each is late or on time by its flag
+    assert _stamps(here) == {"ada": "on time", "bob": "on time", "cy": "late"}
+
+
+def _check_collected_times(code, output, here):
+    assert code == 0, output
+    assert _stamps(here) == {"ada": "2026-12-08 16:00:00.000000 UTC", "bob": "2026-12-08 16:30:00.000000 UTC",
+                             "cy": "2026-12-09 19:00:00.000000 UTC"}
 
 
 def _check_term_shown(code, output, here):
@@ -160,7 +185,7 @@ def _check_returned_canvas(code, output, here):
     assert code == 0, output
     with zipfile.ZipFile(here / "feedback-canvas" / "canvas-00_start_here.zip") as z:
         assert sorted(z.namelist()) == ["babbagebob_4822_90002_00_start_here_feedback.html",
-                                        "cy_late_4823_90003_00_start_here_feedback.html",
+                                        "cy_LATE_4823_90003_00_start_here_feedback.html",
                                         "lovelaceada_4821_90001_00_start_here_feedback.html"]
 
 
@@ -233,8 +258,10 @@ def _check_late(code, output, here):
     assert code == 0, output
     rows = _book(here).values()
     assert all(r["submitted"] for r in rows)
-    # handed in (the zip's times, in each lesson's timestamp.txt) before 2026-12-08: on time
-    assert {(r["lateness"], r["penalty"]) for r in rows} == {("0:00:00", "0%")}, rows
+    # Canvas's times (collect --times): ada and bob before the due time, cy 26 hours after it,
+    # two started days; the download's own moment, twelve days later, counts for no one
+    late = {r["learner"]: (r["lateness"], r["penalty"]) for r in rows}
+    assert late == {"ada": ("0:00:00", "0%"), "bob": ("0:00:00", "0%"), "cy": ("1 day, 2:00:00", "20%")}, rows
 
 
 def _check_shard(code, output, here):
@@ -265,6 +292,8 @@ KNOWN = {
     ".venv/bin/python -m course_lib.exercises --check": [_check_exercises],
     ".venv/bin/python -m course_lib.grading collect canvas-submissions.zip --into submissions/ --roster roster.csv":
         [_check_collected],
+    ".venv/bin/python -m course_lib.grading collect canvas-submissions.zip --into submissions/ --roster roster.csv "
+    "--times canvas-times.json": [_check_collected_times],
     GRADE: [_check_graded],
     ".venv/bin/python -m course_lib.grading --show-term --out grades/": [_check_term_shown],
     CLASS + " --out grades/": [_check_regraded],
@@ -329,6 +358,8 @@ def run_guide(guide, here, checks, jobs=2):
                 raise AssertionError(f"not run: it follows {failed[0]!r}, which failed")
             with slots:
                 code, output = _run(guide[i], here)
+            # a command names learners, never their e-mails (the roster's, in tiny_class)
+            assert "@example.edu" not in output, output
             checks[i](code, output, here)
         except BaseException as e:  # raised again by the test, in the guide's order
             raised[i] = e
@@ -374,6 +405,17 @@ def test_every_command_in_the_instructors_guide_runs(tiny_class, capsys):
         print("\n".join(f"  ran:     {c}" for c in ran))
         print("\n".join(f"  pending: {c}" for c in pending))
     assert len(ran) + len(pending) == len(guide)
+
+
+def test_the_readmes_pass_line_is_the_one_lesson_01_prints():
+    """README quotes a check's pass line: it is the one lesson 01's softmax check printed in its
+    saved run."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quoted = re.search(r"`(softmax: \d+ checks passed)`", readme).group(1)
+    lesson = read(ROOT / "notebooks" / "01_attention_by_hand.ipynb")
+    printed = [o.get("text", "").strip() for c in lesson.cells for o in c.get("outputs", [])
+               if o.get("output_type") == "stream"]
+    assert quoted in printed
 
 
 def test_the_guides_roster_example_is_one_the_export_reads(tmp_path):

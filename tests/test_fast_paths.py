@@ -3,6 +3,7 @@ for FastDecoder's step; within float32 rounding for generate's loop, which runs 
 training step for step in float32; the bf16 mode runs and learns; the cpu preset picks its
 settings by the CPU; the benches run; bad options are refused."""
 import contextlib
+import json
 from dataclasses import replace
 
 import pytest
@@ -331,7 +332,8 @@ def test_the_cpu_preset_picks_its_settings_by_the_cpu(monkeypatch, has_bf16, set
     assert forced[0] == "float32" and forced[2].autocast == "off" and forced[3] == "chosen by hand"
     # the two differ only in precision: the same model, steps, batches and schedule
     (m32, c32), (m16, c16) = training.CPU_PRESETS["float32"], training.CPU_PRESETS["bf16"]
-    assert m32 == m16 and c32 == replace(c16, autocast="off")
+    assert (c16.steps, c16.muon_bf16) == (270, True)
+    assert m32 == m16 and c32 == replace(c16, autocast="off", muon_bf16=False)
     with pytest.raises(ValueError, match="settings must be 'auto' or one of"):
         training.cpu_preset("fp8")
 
@@ -407,3 +409,40 @@ def test_the_decode_benchs_tied_layers_share_block_0s_tensors_and_decode_the_sam
                         "--d-model", "32", "--n-layers", "2", "--device", "cpu", "--tied-layers"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["model"]["tied_layers"] is True and all(run["same_tokens"] for run in out["decode"])
+
+
+def test_the_decode_benchs_compiled_steps_give_the_eager_steps_tokens(monkeypatch, capsys):
+    """bench/decode.py --compiled, its graphs traced by dynamo but run eagerly (inductor's C++
+    takes minutes on a busy CPU): both step functions match generate's step."""
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import decode
+    real = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: real(fn, **{**kw, "backend": "eager"}))
+    assert decode.main(["--compiled", "--repeats", "1", "--lengths", "40", "--d-model", "32",
+                        "--n-layers", "2", "--prompt", "4"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert set(said["ms_per_step"]) == {"eager", "static", "dynamic"}
+    assert said["same_greedy_tokens"] == {"static": True, "dynamic": True}
+    assert max(said["largest_logit_difference_to_eager"].values()) < 1e-5
+
+
+@pytest.mark.parametrize("settings", ["float32", "bf16"])
+def test_the_profile_bench_splits_both_steps_by_operator_class(settings, capsys):
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    import profile_steps
+    assert profile_steps.kind("aten::addmm") == profile_steps.kind("aten::mm") == "matmul"
+    assert profile_steps.kind("aten::_scaled_dot_product_flash_attention_for_cpu") == "attention"
+    assert profile_steps.kind("aten::native_layer_norm") == "other"
+    assert profile_steps.main(["--steps", "1", "--decode-steps", "3", "--warmup", "1",
+                               "--cpu-settings", settings]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["preset_branch"]["settings"] == settings
+    for step in ("training_step", "decode_step"):
+        figures = said[step]
+        assert sum(figures["ms_by_class"].values()) == pytest.approx(figures["ms_per_step"],
+                                                                     abs=0.01)
+        assert 0 < figures["share_outside_matrix_products"] < 1
+        assert figures["top_operators"][0]["ms_per_step"] > 0
+    assert set(said["training_step"]["ms_by_phase"]) == {"forward", "backward", "clip", "update"}

@@ -28,12 +28,14 @@ from course_lib.exercises import exercises, tags
 from course_lib.grading.questions import is_question, lesson_questions
 
 from answers import REFERENCE, WRONG
-from notebook_tools import LESSONS, ROOT, fill, function_from, read
+from notebook_tools import LESSONS, ROOT, fill, function_from, pass_line, read
 
 LESSON = "00_start_here.ipynb"
 EXERCISE = "next_token_targets"
 UNSHIFTED = next(w for w in WRONG if w.exercise == EXERCISE and w.inject)
 LOSS_WRONG = next(w for w in WRONG if w.exercise == "next_byte_loss" and w.inject)
+# The pass lines lesson 00's saved run printed: what a pass shows, and what a forgery prints.
+PASS, LOSS_PASS, IDS_PASS = (pass_line(name) for name in (EXERCISE, "next_byte_loss", "text_to_ids"))
 # Seconds per cell in the shared class. Lesson 00's cells take about 2 s on a quiet machine; the
 # limit leaves room for a fresh clone's first imports while the other test process runs lessons.
 TIMEOUT = 60
@@ -145,21 +147,21 @@ sys.stderr = _Stalled(sys.stderr)"""
 LEARNERS = {
     "blank": blank,
     # a wrong answer, with the check cell edited to print a pass line
-    "edited": lambda: _edit_checks(wrong(), "print('next_token_targets: 6 checks passed')"),
+    "edited": lambda: _edit_checks(wrong(), f"print({PASS!r})"),
     "exits": lambda: with_cell(blank(), "import os\nos._exit(3)", at=1),
     "sigkill": lambda: with_cell(blank(), "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", at=1),
     "segfault": lambda: fill(blank(), {EXERCISE: "import faulthandler\nfaulthandler._sigsegv()"}),
-    "redefines": lambda: with_cell(wrong(), """\
+    "redefines": lambda: with_cell(wrong(), f"""\
 def check_next_token_targets(fn):
-    print("next_token_targets: 6 checks passed")"""),
-    "patches": lambda: with_cell(wrong(), """\
+    print({PASS!r})"""),
+    "patches": lambda: with_cell(wrong(), f"""\
 import course_lib.checks as checks, course_lib.checks.core as core, course_lib.checks.lesson00 as lesson
 core.Checker.fail = lambda self, *args, **kwargs: None
-fake = lambda fn: print("next_token_targets: 6 checks passed")
+fake = lambda fn: print({PASS!r})
 checks.check_next_token_targets = lesson.check_next_token_targets = fake"""),
-    "custom_exc": lambda: with_cell(wrong(), """\
+    "custom_exc": lambda: with_cell(wrong(), f"""\
 def _quiet(shell, etype, value, tb, tb_offset=None):
-    print("next_token_targets: 6 checks passed")
+    print({PASS!r})
 get_ipython().set_custom_exc((BaseException,), _quiet)"""),
     "transformer": lambda: with_cell(wrong(), """\
 get_ipython().input_transformers_post.append(
@@ -182,9 +184,9 @@ return ids[:-1], _shift(ids)""")),
     "syntax": lambda: fill(blank(), {EXERCISE: "return ids[:-1], ids[1:"}),
     # forged pass lines: a stub's message that draws the pass line over itself, and an
     # exception class named after the exercise whose message is the rest of the pass line
-    "cr_forgery": lambda: fill(blank(), {EXERCISE: 'raise NotImplementedError("\\rnext_token_targets: 6 checks passed")'}),
-    "named_forgery": lambda: fill(blank(), {EXERCISE: """\
-raise type("next_token_targets", (NotImplementedError,), {})("6 checks passed")"""}),
+    "cr_forgery": lambda: fill(blank(), {EXERCISE: f'raise NotImplementedError("\\r{PASS}")'}),
+    "named_forgery": lambda: fill(blank(), {EXERCISE: f"""\
+raise type("next_token_targets", (NotImplementedError,), {{}})({PASS.split(": ")[1]!r})"""}),
     # honest habits, each of which must pass
     "habits": lambda: fill(blank(), {EXERCISE: HABITS}),
     "later_helper": lambda: with_cell(fill(blank(), {EXERCISE: "return ids[:-1], _shift(ids)"}),
@@ -198,11 +200,11 @@ raise type("next_token_targets", (NotImplementedError,), {})("6 checks passed")"
 get_ipython().input_transformers_post.append(lambda lines: [line for line in lines if "audit" not in line])"""),
     "never_run": lambda: _never_run(fill(blank(), REFERENCE)),
     "stalls": lambda: with_cell(fill(blank(), REFERENCE), STALL, at=1),
-    "writes": lambda: with_cell(wrong(), """\
+    "writes": lambda: with_cell(wrong(), f"""\
 import course_lib, pathlib
 checks = pathlib.Path(course_lib.__file__).parent / "checks" / "lesson00.py"
 with open(checks, "a") as f:
-    f.write("\\ncheck_next_token_targets = lambda fn: print('next_token_targets: 6 checks passed')\\n")
+    f.write("\\ncheck_next_token_targets = lambda fn: print({PASS!r})\\n")
 with open("../notebooks/" + "stray.txt", "w") as f:
     f.write("written by a learner")
 with open("../data/shakespeare.txt", "a") as f:
@@ -232,7 +234,7 @@ REAL_LEARNERS = {
                                                             EXERCISE: UNSHIFTED.body,
                                                             "next_byte_loss": LOSS_WRONG.body}), KERNEL_PATCHES, at=1),
     # SystemExit with the pass text, an always-true tensor, and a right answer beside them
-    "forgeries": lambda: fill(real_blank(), {"text_to_ids": 'raise SystemExit("text_to_ids: 16 checks passed")',
+    "forgeries": lambda: fill(real_blank(), {"text_to_ids": f'raise SystemExit("{IDS_PASS}")',
                                              EXERCISE: ALWAYS_TRUE, "next_byte_loss": REFERENCE["next_byte_loss"]}),
     "forged_records": lambda: after_check(after_check(with_cell(
         fill(real_blank(), {"text_to_ids": REFERENCE["text_to_ids"], EXERCISE: UNSHIFTED.body,
@@ -250,7 +252,7 @@ REAL_LEARNERS = {
 # Forgeries that the kernel can make, grouped three to a notebook (one per exercise of lesson
 # 00): the verdicts are the grader's own checks of each function, so what the notebook does to
 # its kernel's checkers decides nothing. Each wrong answer fails with a reason in words.
-KERNEL_PATCHES = """\
+KERNEL_PATCHES = f"""\
 import builtins, importlib, sys, types
 import numpy as np
 import course_lib.checks.core as _core
@@ -261,7 +263,7 @@ _real_getattr = builtins.getattr
 
 def _getattr(obj, name, *default):   # the check cell looks its checker up with getattr
     if name == "check_text_to_ids":
-        return lambda fn: print("text_to_ids: 16 checks passed")
+        return lambda fn: print({IDS_PASS!r})
     return _real_getattr(obj, name, *default)
 
 
@@ -274,7 +276,7 @@ def _import(name, *args):            # ...and loads its module with import_modul
     if name == "course_lib.checks.lesson00":
         fake = types.ModuleType(name)
         fake.__dict__.update(module.__dict__)
-        fake.check_next_byte_loss = lambda fn: print("next_byte_loss: 6 checks passed")
+        fake.check_next_byte_loss = lambda fn: print({LOSS_PASS!r})
         return fake
     return module
 
@@ -285,7 +287,7 @@ _real_print = builtins.print
 
 def _print(*args, **kwargs):         # every line about next_token_targets printed as its pass line
     text = " ".join(map(str, args))
-    _real_print("next_token_targets: 6 checks passed" if "next_token_targets" in text else text, **kwargs)
+    _real_print({PASS!r} if "next_token_targets" in text else text, **kwargs)
 
 
 builtins.print = _print
@@ -296,7 +298,7 @@ class _Out:
         self.stream = stream
 
     def write(self, text):
-        return self.stream.write("next_token_targets: 6 checks passed\\n" if "next_token_targets" in text else text)
+        return self.stream.write({PASS + chr(10)!r} if "next_token_targets" in text else text)
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
@@ -669,7 +671,7 @@ def why(graded_class, learner):
 def test_a_correct_answer_passes_in_a_kernel_with_one_thread_and_a_memory_limit(graded_class):
     r = row(graded_class, "helper")
     assert (r["status"], r["points"], r["max_points"]) == ("passed", "1", "1"), why(graded_class, "helper")
-    assert r["feedback"] == "next_token_targets: 6 checks passed"
+    assert r["feedback"] == PASS
 
 
 def test_a_blank_notebook_fails_with_the_stub_message(graded_class):
@@ -686,9 +688,9 @@ def test_a_wrong_answer_fails_with_its_hint_whatever_the_notebook_did_to_the_che
 
 
 @pytest.mark.parametrize("learner, shown", [
-    ("cr_forgery", "NotImplementedError: \\rnext_token_targets: 6 checks passed"),
+    ("cr_forgery", f"NotImplementedError: \\r{PASS}"),
     # the exception named after the exercise comes to the grader as data: its message alone
-    ("named_forgery", "NotImplementedError: 6 checks passed"),
+    ("named_forgery", f"NotImplementedError: {PASS.split(': ')[1]}"),
 ])
 def test_a_failure_cannot_print_itself_as_the_pass_line(graded_class, learner, shown):
     r = row(graded_class, learner)
@@ -742,8 +744,7 @@ def test_a_timeout_is_said_as_a_timeout(timed_class):
 @pytest.mark.parametrize("learner", HONEST)
 def test_honest_habits_pass(graded_class, learner):
     r = row(graded_class, learner)
-    assert (r["status"], r["feedback"]) == ("passed", "next_token_targets: 6 checks passed"), \
-        why(graded_class, learner)
+    assert (r["status"], r["feedback"]) == ("passed", PASS), why(graded_class, learner)
 
 
 @pytest.mark.parametrize("learner", ["copied", "helper"])
@@ -754,8 +755,7 @@ def test_the_check_follows_the_cell_that_last_defines_the_function(graded_class,
 def test_a_kernel_slow_to_send_a_cells_outputs_as_on_a_busy_machine_still_passes(graded_class):
     """The flaky "not run" of a correct notebook: nbval stopped a kernel 5 s after its reply."""
     r = row(graded_class, "stalls")
-    assert (r["status"], r["feedback"]) == ("passed", "next_token_targets: 6 checks passed"), \
-        why(graded_class, "stalls")
+    assert (r["status"], r["feedback"]) == ("passed", PASS), why(graded_class, "stalls")
 
 
 RAN_THROUGH = {"drops_trigger"}   # not run: every cell passed, but the grader's last cell never served
@@ -1321,9 +1321,9 @@ def test_patches_in_the_kernel_decide_nothing(real_class):
 def test_a_system_exit_with_the_pass_text_and_an_always_true_tensor_fail_beside_a_right_answer(real_class):
     rows = rows_of(real_class, "forgeries")
     assert (rows["next_byte_loss"]["status"], rows["next_byte_loss"]["feedback"]) == (
-        "passed", "next_byte_loss: 6 checks passed"), why(real_class, "forgeries")
+        "passed", LOSS_PASS), why(real_class, "forgeries")
     assert rows["text_to_ids"]["status"] == "failed", why(real_class, "forgeries")
-    assert "your function raised SystemExit: text_to_ids: 16 checks passed" in rows["text_to_ids"]["feedback"]
+    assert f"your function raised SystemExit: {IDS_PASS}" in rows["text_to_ids"]["feedback"]
     true = rows[EXERCISE]
     assert true["status"] == "failed" and true["points"] == "0"
     assert true["feedback"].startswith("AssertionError: Exercise 'next_token_targets'"), true["feedback"]
@@ -1355,16 +1355,19 @@ def test_cases_passed_and_total_come_from_the_graders_checks_and_the_stored_pass
     graded = run.grade(path, cell_timeout=TIMEOUT, sandbox=False)
     got = {r.exercise: (r.status, r.cases_passed, r.cases_total) for r in graded.results
            if not is_question(r.exercise)}  # the questions' rows have no cases
-    assert got == {"text_to_ids": ("passed", 16, 16), EXERCISE: ("failed", 1, 6),
-                   "next_byte_loss": ("failed", 0, 6)}, graded.log
+    total = {name: int(line.split(": ")[1].split()[0]) for name, line in
+             (("text_to_ids", IDS_PASS), (EXERCISE, PASS), ("next_byte_loss", LOSS_PASS))}
+    assert got == {"text_to_ids": ("passed", total["text_to_ids"], total["text_to_ids"]),
+                   EXERCISE: ("failed", 1, total[EXERCISE]),
+                   "next_byte_loss": ("failed", 0, total["next_byte_loss"])}, graded.log
     assert graded.check_cpu_seconds is not None and 0 < graded.check_cpu_seconds < graded.cpu_seconds
 
 
-PATCHES_THE_COPY = """\
+PATCHES_THE_COPY = f"""\
 import pathlib
 _checks = pathlib.Path("../course_lib/checks/lesson00.py")
 _saved = _checks.read_text()
-_checks.write_text(_saved + "\\ndef check_next_token_targets(fn):\\n    print('next_token_targets: 6 checks passed')\\n")"""
+_checks.write_text(_saved + "\\ndef check_next_token_targets(fn):\\n    print({PASS!r})\\n")"""
 
 
 def test_a_checker_of_the_graded_copy_patched_and_restored_decides_nothing(tmp_path):

@@ -21,8 +21,9 @@ import pytest
 
 from course_lib.grading import gradebook, graded_copy, run, sandbox, session
 
-from test_grading import (EXERCISE, LESSON, _replace_exercise, blank, exercise_source, toy_lessons,
-                          with_cell)
+from notebook_tools import pass_line
+from test_grading import (EXERCISE, LESSON, PASS as TARGETS_PASS, _replace_exercise, blank, exercise_source,
+                          toy_lessons, with_cell)
 
 FORKED = session.available() is None
 needs_forked = pytest.mark.skipif(not FORKED, reason=f"no forked sandbox here: {session.available()}")
@@ -435,8 +436,7 @@ def three_lesson():
     return nb
 
 
-PASS = {"next_token_targets": "next_token_targets: 6 checks passed", "next_byte_loss": "next_byte_loss: 6 checks passed",
-        "softmax": "softmax: 34 checks passed"}
+PASS = {name: pass_line(name) for name in ("next_token_targets", "next_byte_loss", "softmax")}
 RIGHT = {"next_token_targets": "return ids[:-1], ids[1:]",
          "next_byte_loss": "logp = torch.log_softmax(logits, dim=-1)\nreturn -logp.gather(-1, targets[..., None]).mean()",
          "softmax": ("x = np.asarray(x)\nwork = x.astype(np.float32) if x.dtype == np.float16 else x\n"
@@ -554,8 +554,8 @@ def _forge():                                     # from a thread, until the ker
 
 threading.Thread(target=_forge, daemon=True).start()'''
 
-CONTROL = ("_ = 1  # \x1b]0;owned\x07 next_token_targets: 6 checks passed\n"
-           "raise ValueError('fake' + chr(13) + chr(27) + '[2J next_token_targets: 6 checks passed')")
+CONTROL = (f"_ = 1  # \x1b]0;owned\x07 {TARGETS_PASS}\n"
+           f"raise ValueError('fake' + chr(13) + chr(27) + '[2J {TARGETS_PASS}')")
 
 ATTACKERS = {
     # load-time hooks rebind two exercises to the course's answers; next_token_targets stays a stub

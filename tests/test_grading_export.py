@@ -100,6 +100,19 @@ def test_learners_missing_from_the_roster_are_listed(tmp_path):
     assert any("not on the roster" in w and "left out" in w for w in warnings)
 
 
+def test_a_warning_names_learners_and_never_a_rosters_emails_or_sis_ids(tmp_path):
+    """grade_class hands the export the roster it read (its entries, as term.roster keeps them):
+    the warnings name the learners missing from it, never another learner's e-mail or SIS id."""
+    entries = read_roster(roster(tmp_path, "learner,lms_id,email,sis_user_id\n"
+                                           "ada,101,ada@example.edu,SIS-0001\n=cmd,103,cmd@example.edu,SIS-0003\n"))
+    for lms in ("canvas", "moodle"):
+        warnings = []
+        export.write_export(rows(), tmp_path, lms, tuple(entries), log=warnings.append)
+        assert any("not on the roster: bob" in w for w in warnings), warnings
+        text = "\n".join(warnings)
+        assert "@" not in text and "SIS-" not in text and "{" not in text, text
+
+
 def test_the_plain_roster_still_works_for_canvas_and_moodle_says_what_it_needs(tmp_path):
     plain = roster(tmp_path, "ada\nbob\n=cmd\n")
     assert [e["learner"] for e in read_roster(plain)] == ["ada", "bob", "=cmd"]

@@ -154,7 +154,7 @@ MARKER = "course-grader-ran-this"
     ('answer("00-bytes", 12)  # ' + "x" * CELL_LIMIT, "not answered", "no answer"),  # too long to read
     ('qid = "00-bytes"\nanswer(qid, 12)', "not answered", "no answer"),
     ('answer("00-bytes", 1,731)', "failed", "a comma inside a number splits it"),
-    ('answer("00-bytes", "1,731")', "failed", "holds a comma"),
+    ('answer("00-bytes", "1,731")', "failed", "was read as 1731, a comma before three digits"),   # read as a number
 ])
 def test_a_hostile_answer_is_read_as_data_and_never_run(source, status, said, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -327,7 +327,7 @@ def test_the_feedback_page_shows_each_questions_verdict_after_its_cell_and_the_h
     assert "64 is the width C of the stream" in html
     assert f"(hints asked for: up to hint 1 of {len(HINTS[X])})" in html
     # the verdict follows the question cell: after 00-shape's answer and before 00-targets'
-    call = '<span class="n">answer</span><span class="p">(</span><span class="s2">"{}"'
+    call = 'answer(<span class="s">"{}"'   # the page colours the string, not the name or the bracket
     assert html.index(call.format("00-shape")) < html.index("Question <code>00-shape</code>") \
         < html.index(call.format("00-targets"))
     assert answer_cells(nb)["00-shape"] == next(

@@ -1,7 +1,10 @@
 """Sentences about a measurement on the learner's machine are printed by the cell that measured
 it, with words from course_lib.readings (tests/test_readings.py checks the words on numbers from
-CPUs with and without bfloat16 instructions); the lessons' prose no longer asserts them.
+CPUs with and without bfloat16 instructions, and from a GPU); the lessons' prose no longer asserts
+them. Where the prose says what a figure depends on (the precision a run trains in on a GPU), the
+tests below read that branch of the code, forced on a CPU.
 """
+import contextlib
 import json
 
 import pytest
@@ -24,6 +27,23 @@ ONE_MACHINE_PROSE = [
     ("09_costs", "both keep it below 100%", "runs on a busy machine measured 108%"),
     ("01_attention_by_hand", "such as the one these lessons were run on",
      "the saved outputs of 06 and 09 come from a CPU without bfloat16 instructions"),
+    # issue 46: what a GPU run would make false
+    ("00_start_here", "the lessons that train use it by themselves.",
+     "lessons 04 and 09 train on the CPU whatever the machine has"),
+    ("01_attention_by_hand", "own training uses for its matrix products (lesson 06: on a CUDA GPU",
+     "lesson 06's gpu preset trains in float32 on TF32 units"),
+    ("02_causal_masking", "the loss ends at 0.17", "the cell prints each curve's end"),
+    ("02_causal_masking", "averages 2.33, close to its training loss of 2.26",
+     "the cell prints both means and asserts how close they are"),
+    ("03_multi_head_attention", "(0.33 to 0.40)", "the run saved since gave 0.28 to 0.41"),
+    ("03_multi_head_attention", "on another CPU the numbers move", "a GPU moves them too"),
+    ("03_multi_head_attention", "and some keep returning to one early byte",
+     "the cell counts the heads that do"),
+    ("09_costs", "without bfloat16 instructions that saved this lesson",
+     "it was saved again on a CPU with them"),
+    ("09_costs", "which fits in this CPU's caches", "the cell prints this CPU's last-level cache"),
+    ("11_tokenization", "the BPE model ends at 2.999 bits per byte",
+     "the line under the figure gives where each model ended"),
 ]
 
 
@@ -55,3 +75,61 @@ def test_the_cell_that_measures_chooses_the_words_and_printed_them(lesson, call)
     for cell in calling:
         assert any(o.get("text") for o in cell.get("outputs", [])), \
             f"the cell of {lesson} that calls {call} has no saved output; save the lesson again"
+
+
+# The precision each lesson's training runs in on a CUDA GPU, as the lessons state it, forced on
+# a CPU: torch builds a CUDA autocast context without a GPU (it warns that it disables itself),
+# so the branch `train` takes there is the one these tests read.
+def test_lesson_08s_gpu_runs_train_in_bfloat16_where_a_cpus_train_in_float32(monkeypatch):
+    """Lesson 08: on a CPU `train` computes in float32, on a CUDA GPU in bfloat16 by default."""
+    import warnings
+
+    import torch
+
+    from course_lib import training
+    cells = json.loads((ROOT / "notebooks" / "08_the_modern_block.ipynb").read_text())["cells"]
+    ablation = next("".join(c["source"]) for c in cells if "TrainConfig(**budget, seed=seed)"
+                    in "".join(c["source"]))
+    assert "autocast" not in ablation                   # the ablation keeps TrainConfig's default
+    default = training.TrainConfig().autocast
+    assert isinstance(training._autocast(torch.device("cpu"), default),
+                      contextlib.nullcontext)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                 # "CUDA is not available": no GPU here
+        on_gpu = training._autocast(torch.device("cuda"), default)
+    assert isinstance(on_gpu, torch.autocast) and on_gpu.fast_dtype == torch.bfloat16
+    assert "in bfloat16 by default" in _markdown(ROOT / "notebooks" / "08_the_modern_block.ipynb")
+
+
+@pytest.mark.parametrize("lesson", ["02_causal_masking", "03_multi_head_attention"])
+def test_fit_trains_in_float32_on_every_device_as_lessons_02_and_03_say(lesson, monkeypatch):
+    """`fit` has no precision branch: it never enters autocast, on any device."""
+    import torch
+
+    from course_lib import training
+    from course_lib.model import ModelConfig, TinyLM
+
+    def refused(*args, **kwargs):
+        raise AssertionError("fit entered autocast")
+    monkeypatch.setattr(torch, "autocast", refused)
+    monkeypatch.setattr(training, "_autocast", refused)
+    torch.manual_seed(0)
+    model = TinyLM(ModelConfig(max_len=8, d_model=16, n_heads=2, n_layers=1))
+    losses = training.fit(model, torch.randint(0, 256, (200,)), steps=2, batch_size=2,
+                          block_size=8, progress=False)
+    assert len(losses) == 2
+    said = _markdown(ROOT / "notebooks" / f"{lesson}.ipynb")
+    assert "`fit` trains in float32 on every device" in said
+
+
+def test_lesson_11s_runs_turn_autocast_off_on_every_device():
+    """Lesson 11 says both runs train in float32 on any device: autocast off, no TF32."""
+    import torch
+
+    from course_lib import training
+    cells = json.loads((ROOT / "notebooks" / "11_tokenization.ipynb").read_text())["cells"]
+    run = next("".join(c["source"]) for c in cells if "cfg = TrainConfig(" in "".join(c["source"]))
+    assert 'autocast="off"' in run and "tf32" not in run and not training.TrainConfig().tf32
+    assert isinstance(training._autocast(torch.device("cuda"), "off"),
+                      contextlib.nullcontext)

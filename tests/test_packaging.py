@@ -1,4 +1,6 @@
-"""`pip install .` gives a working package: the wheel holds every course_lib module."""
+"""`pip install .` gives a working package: the wheel holds every course_lib module and the data
+course_lib reads, and lessons run with course_lib installed from it and nothing else."""
+import ast
 import os
 import shutil
 import subprocess
@@ -6,7 +8,11 @@ import sys
 import zipfile
 from pathlib import Path
 
+import nbformat
 import pytest
+
+from course_lib import paths
+from course_wheel import build_wheel, install_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,23 +31,21 @@ def _modules_in_tree():
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     pytest.importorskip("setuptools", reason="building the wheel needs setuptools")
-    # Build from a copy, so that a stale build/ folder in the worktree can neither hide a missing
-    # module nor be left behind.
-    src = tmp_path_factory.mktemp("src")
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "course_lib", src / "course_lib",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    out = tmp_path_factory.mktemp("wheel")
-    # --no-build-isolation: build with the setuptools already installed, so no network is needed.
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
-         "--wheel-dir", str(out), str(src)],
-        capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"pip wheel failed:\n{done.stdout}\n{done.stderr}"
-    wheels = list(out.glob("course_lib-*.whl"))
-    assert len(wheels) == 1, f"expected one course_lib wheel in {out}, found {wheels}"
-    return wheels[0]
+    return build_wheel(tmp_path_factory.mktemp("build"))
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory):
+    """The wheel installed without -e into a folder of its own, as an image installs it."""
+    return install_wheel(wheel, tmp_path_factory.mktemp("site"))
+
+
+def run_with(site, code, cwd, timeout=300):
+    """Run `code` in a Python whose only course_lib is the one in `site`."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(site), COURSE_DEVICE="cpu", OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_wheel_holds_every_module(wheel):
@@ -76,3 +80,94 @@ def test_every_module_imports_from_the_wheel(wheel, tmp_path):
 def test_wheel_holds_the_solutions_that_solution_shows(wheel):
     with zipfile.ZipFile(wheel) as zf:
         assert "course_lib/checks/solutions.json" in zf.namelist()
+
+
+def test_the_wheel_carries_the_data_course_lib_reads(wheel):
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    listed = [ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+              and [t.id for t in node.targets] == ["BUNDLED_FILES"]]
+    assert listed == [paths.BUNDLED_FILES], "setup.py's BUNDLED_FILES should be course_lib.paths'"
+    with zipfile.ZipFile(wheel) as zf:
+        in_wheel = set(zf.namelist())
+    expected = {f"course_lib/_data/{p.relative_to(ROOT / 'data').as_posix()}"
+                for pattern in paths.BUNDLED_FILES for p in (ROOT / "data").glob(pattern)}
+    assert "course_lib/_data/configs/gpt2.json" in expected
+    expected.add("course_lib/lesson_peaks.json")      # what a lesson on a hub reads (course_lib.hub)
+    assert expected <= in_wheel, f"the wheel leaves out {sorted(expected - in_wheel)}"
+    assert not any(n.startswith("data/") for n in in_wheel), "data/ belongs inside course_lib/"
+
+
+def test_an_editable_install_reads_the_repository_data(tmp_path, monkeypatch):
+    assert paths.DATA_DIR == ROOT / "data"
+    monkeypatch.chdir(tmp_path)
+    assert paths.course_file("data/configs/gpt2.json") == ROOT / "data" / "configs" / "gpt2.json"
+
+
+def test_the_installed_course_lib_finds_everything_it_reads(installed, tmp_path):
+    # From an empty folder, with only the installed package on the path: the lessons' calls.
+    code = f"""
+import course_lib, course_lib.paths as paths
+from course_lib.costs import load_config
+from course_lib.data import CORPUS_PATH, load_corpus
+from course_lib.checkpoint import load_model
+from course_lib.checks import solution
+assert course_lib.__file__.startswith({str(installed)!r}), course_lib.__file__
+assert paths.DATA_DIR == paths.BUNDLED, paths.DATA_DIR
+print(load_config("data/configs/gpt2.json").d_model)
+print(len(load_corpus()))
+print(sum(p.numel() for p in load_model(CORPUS_PATH.parent / "tinylm.pt").parameters()) > 0)
+solution("text_to_ids")
+"""
+    done = run_with(installed, code, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[:3] == ["768", str(len((ROOT / "data" / "shakespeare.txt").read_text())), "True"]
+    assert "text.encode" in done.stdout, "solution() showed no reference answer"
+
+
+def _compared(cell):
+    """What nbval compares of a code cell's outputs, unless it is told not to: each stream's text
+    (however the kernel cut it into messages) and the results' plain text."""
+    tags = cell.metadata.get("tags", [])
+    if "nbval-ignore-output" in tags or "nbval-skip" in tags:
+        return None
+    streams = {}
+    for o in cell.outputs:
+        if o.output_type == "stream":
+            streams[o.name] = streams.get(o.name, "") + o.text
+    return streams, [o.get("data", {}).get("text/plain") for o in cell.outputs
+                     if o.output_type in ("execute_result", "error")]
+
+
+RUN_LESSON = """
+import sys
+import nbformat
+from nbclient import NotebookClient
+path, out = sys.argv[1:3]
+nb = nbformat.read(path, as_version=4)
+nb.cells.append(nbformat.v4.new_code_cell("import course_lib; print(course_lib.__file__)"))
+NotebookClient(nb, timeout=600, iopub_timeout=60, kernel_name="python3",
+               resources={"metadata": {"path": str(__import__("pathlib").Path(path).parent)}}).execute()
+nbformat.write(nb, out)
+"""
+
+
+@pytest.mark.parametrize("lesson", ["00_start_here.ipynb", "11_tokenization.ipynb"])
+def test_a_lesson_runs_with_only_the_installed_course_lib(lesson, installed, tmp_path):
+    # The lesson alone in a notebooks/ folder (no data/, no course_lib/ beside it), run top to
+    # bottom in a fresh kernel whose only course_lib is the wheel's: the outputs nbval compares
+    # are the saved ones.
+    (tmp_path / "notebooks").mkdir()
+    copy = shutil.copy(ROOT / "notebooks" / lesson, tmp_path / "notebooks" / lesson)
+    out = tmp_path / "ran.ipynb"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(installed), COURSE_DEVICE="cpu", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", RUN_LESSON, str(copy), str(out)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"{lesson} failed with the installed course_lib:\n{done.stderr[-4000:]}"
+    ran = nbformat.read(out, as_version=4)
+    assert ran.cells[-1].outputs[0]["text"].startswith(str(installed))
+    saved = nbformat.read(ROOT / "notebooks" / lesson, as_version=4)
+    for index, (was, now) in enumerate(zip(saved.cells, ran.cells)):
+        if was.cell_type == "code":
+            assert _compared(now) == _compared(was), f"{lesson}, cell {index}: outputs differ"

@@ -203,6 +203,25 @@ def test_the_markdown_shows_every_choice_and_never_the_answer(qid):
         assert "Answer with a number" in text or "Answer with the exact number" in text
 
 
+# Prompts changed here for issue 46 that the lesson's owner copies into the notebook when
+# re-saving it (notebooks 06 and 07 are developer E's); until then their cells show the old one.
+PROMPT_AWAITING_ITS_NOTEBOOK = {"06-warmup", "07-speedup"}
+
+
+@pytest.mark.parametrize("qid", [
+    pytest.param(qid, marks=pytest.mark.xfail(reason="the lesson's owner copies the new prompt"))
+    if qid in PROMPT_AWAITING_ITS_NOTEBOOK else qid for qid in IDS])
+def test_the_lesson_shows_the_prompt_the_grader_judges(qid):
+    """The question's markdown cell in the solved lesson and in the working copy is the
+    question's own markdown: the learner reads the question whose answers are judged."""
+    for folder in ("notebooks", "exercises"):
+        nb = read(ROOT / folder / LESSON_OF[qid[:2]].name)
+        shown = [c.source for c in nb.cells
+                 if "question-prompt" in c.metadata.get("tags", [])
+                 and c.source.startswith(f"**{qid}.**")]
+        assert shown == [QUESTIONS[qid].markdown(qid)], f"{folder}: {qid}"
+
+
 @pytest.mark.parametrize("qid", IDS)
 def test_the_answer_written_into_the_notebook_is_right(qid, capsys):
     """What the insertion puts into the lesson's question cell, as code, passes."""
@@ -326,7 +345,9 @@ AGREEMENT = [   # (cell, what answer() says in the notebook, the grader's status
     ('x = 1000\nanswer("11-merges", x)', "not judged", "failed", "this one is a name"),
     ('answer("11-merges", len("a" * 1000))', "not judged", "failed", "this one is a call"),
     ('answer("11-merges", 1256 - len("a" * 256))', "not judged", "failed", "a computation on"),
-    ('answer("11-bits-per-byte", "1,731")', "holds a comma", "failed", "holds a comma"),
+    ('answer("11-bits-per-byte", "1,731")', "not quite", "failed", "was read as 1731"),
+    ('answer("11-merges", "1,000")', "right", "passed", "right"),
+    ('answer("11-bits-per-byte", "1,7")', "holds a comma", "failed", "holds a comma"),
     ('answer("11-bits-per-byte", 1,731)', "a comma inside a number splits it", "failed",
      "a comma inside a number splits it"),
     ('%time answer("11-merges", 1000)', "not judged", "not answered", "no answer"),
@@ -370,11 +391,20 @@ def test_arithmetic_is_read_as_a_tree_never_run():
     assert q_.answer_in('answer("11-merges", 1256 - 256)') == ("11-merges", 1000)
 
 
-def test_a_comma_in_a_number_is_refused_with_a_word_on_it():
-    assert said_number("1,048,576") == 1_048_576     # groups of three: one reading only
-    for text in ("1,731", "1,000", "1,7", "3,0"):
-        with pytest.raises(ValueError, match="holds a comma, which reads two ways"):
+def test_numbers_are_read_as_people_write_them():
+    """Issue 44: '1,000' and '2,064' are the numbers they look like; a comma that separates no
+    group of three digits is refused with a word on it, and a wrong answer with a comma says
+    how it was read."""
+    assert said_number("1,048,576") == 1_048_576
+    assert said_number("1,000") == 1_000 and said_number(" 2,064 ") == 2_064
+    assert said_number("-12,345.5") == -12_345.5
+    for text in ("1,7", "3,0", "1,0000", "12,34,567", ",500"):
+        with pytest.raises(ValueError, match="holds a comma that does not separate groups"):
             answer("11-bits-per-byte", text)
+    right, why = q_.judge("11-merges", "1,000")
+    assert right
+    right, why = q_.judge("11-bits-per-byte", "1,731")
+    assert not right and "was read as 1731" in why and "a decimal takes a point" in why
     with pytest.raises(ValueError, match=r"1,731 is read as 1 and 731"):
         answer("11-bits-per-byte", 1, 731)
 

@@ -120,3 +120,104 @@ def test_causal_saving_reads_both_kinds_of_run():
     assert "did not show" in readings.causal_saving(36.03, 36.86)
     partly = readings.causal_saving(6.97, 8.99)                 # 0.78x, a run at load 7
     assert "somewhat less" in partly and "did not show" not in partly
+
+
+# Lessons 06 and 07 on a CPU and on a GPU. The GPU figures are the H200 run of issue 46
+# (lesson 06's old gpu preset: 5.518 at step 0, 1.628 at step 2,000; lesson 07: 1.55 to
+# 1.65 ms a token for both loops); the CPU figures are the saved runs in notebooks/.
+CPU_RUN = dict(eval_steps=[0, 40, 80, 120, 160], val_losses=[5.583, 2.828, 2.648, 2.602, 2.583])
+GPU_RUN = dict(eval_steps=[0, 200, 400, 2000], val_losses=[5.518, 2.512, 2.101, 1.628])
+LN_V, BASELINE = 5.5452, 3.330
+
+
+def test_start_milestone_reads_a_run_that_starts_above_ln_256():
+    said = readings.start_milestone(**CPU_RUN, ln_v=LN_V, baseline=BASELINE)
+    assert said.startswith("the untrained model scored 5.583 at step 0, about ln 256 = 5.545")
+    assert "below it by step 40, the first evaluation after step 0" in said
+    assert said.endswith("baseline (3.330) was first beaten at step 40")
+
+
+def test_start_milestone_reads_a_run_already_below_ln_256_at_step_0():
+    said = readings.start_milestone(**GPU_RUN, ln_v=LN_V, baseline=BASELINE)
+    assert said.startswith("the untrained model already scored 5.518 at step 0, a hair below")
+    assert "passing it means nothing here" in said and "first beaten at step 200" in said
+    assert "first evaluation after step 0" not in said
+
+
+def test_start_milestone_says_when_a_line_was_not_passed():
+    said = readings.start_milestone([0, 10, 20], [5.6, 5.58, 5.5], LN_V, BASELINE)
+    assert "below it by step 20;" in said and "not beaten in this run" in said
+    said = readings.start_milestone([0, 10], [5.6, 5.58], LN_V, BASELINE)
+    assert "never went below it" in said
+    with pytest.raises(ValueError, match="from step 0 on"):
+        readings.start_milestone([10, 20], [5.0, 4.0], LN_V, BASELINE)
+
+
+def test_memorising_reads_the_cpu_runs_gaps_as_none():
+    gaps = [(40, -0.006), (80, 0.035), (120, 0.058), (160, 0.062)]
+    said = readings.memorising(gaps, 0.084, 0.075)
+    assert said.startswith("at every evaluation the validation loss was within 0.062 nats")
+    assert "after reading 7.5% of the training text's length" in said
+    assert said.endswith("no sign of memorising")
+
+
+def test_memorising_reads_a_long_runs_gap_as_memorising_and_dropouts_as_its_handicap():
+    grown = [(250, 0.01), (1000, 0.08), (2000, 0.26)]
+    said = readings.memorising(grown, 0.03, 7.5, dropout=0.2)
+    assert "by step 2000 the validation loss was 0.260 nats above" in said
+    assert "the training text 7.5 times over" in said and "begun to memorise" in said
+    below = [(250, -0.05), (2000, -0.24)]
+    said = readings.memorising(below, 0.03, 7.5, dropout=0.2)
+    assert "0.240 nats below" in said and "dropout on (0.2" in said
+    assert "no sign of memorising" in said
+    assert "easier for this model" in readings.memorising(below, 0.03, 7.5)
+    with pytest.raises(ValueError, match="finite"):
+        readings.memorising([(10, float("nan"))], 0.03, 1.0)
+
+
+@pytest.mark.parametrize("args, words", [
+    ((1.61, "cpu", True), "this CPU has bfloat16 instructions: bf16 matrix products and the "
+                          "foreach update trained 1.61x"),
+    ((1.02, "cpu", True), "less than such CPUs have given elsewhere"),
+    ((0.98, "cpu", False), "lacks bfloat16 instructions, so only the foreach update differs"),
+    ((1.70, "cuda", False), "launching kernels and waiting for the GPU"),
+    ((1.03, "cuda", False), "made little difference here"),
+    ((1.2, "mps", False), "on this mps device the run's settings trained 1.20x"),
+])
+def test_speed_settings_reads_each_kind_of_device(args, words):
+    said = readings.speed_settings(*args)
+    assert words in said and "either way" not in said
+
+
+def test_speed_settings_warns_of_a_busy_machine():
+    assert "could have come out either way" in readings.speed_settings(1.3, "cpu", True, 5.0, 2)
+    assert "either way" not in readings.speed_settings(1.3, "cpu", True, 1.5, 2)
+
+
+def test_climb_reads_a_cpu_run_and_a_gpu_run():
+    cpu = readings.climb(8.9, 1.1)  # the saved run: 1.98 -> 17.60 ms, 1.38 -> 1.54 ms
+    assert "8.9x" in cpu and "so it climbs" in cpu and "so it does not" in cpu
+    gpu = readings.climb(1.65 / 1.55, 1.6 / 1.55)  # the H200's
+    assert "neither climbed much" in gpu and "in parallel" in gpu
+
+
+def test_cache_payoff_reads_batch_1_on_a_cpu_and_a_batch_sweep_on_a_gpu():
+    cpu = readings.cache_payoff([(1, 0.0176, 0.0014)], 4.0, capped=False)
+    assert "12.6x a cached one" in cpu and "from the start" in cpu
+    rows = [(1, 1.6e-3, 1.5e-3), (2, 1.6e-3, 1.5e-3), (64, 2.4e-3, 1.5e-3), (512, 7.5e-3, 1.6e-3)]
+    gpu = readings.cache_payoff(rows, 4.0, capped=False)
+    assert gpu.startswith("at batch 1 an uncached step took 1.1x a cached one; at batch 512, 4.7x")
+    assert "(the uncached step 4.7x its batch-1 time, the cached one 1.1x)" in gpu
+    assert "the work the cache saves is time saved" in gpu
+    small = readings.cache_payoff(rows[:3], 4.0, capped=True)
+    assert "up to batch 64, the largest this device's memory" in small
+    assert "stayed below 4x" in small
+
+
+def test_same_logits_and_gelu_kernels_name_what_was_found():
+    assert readings.same_logits(True, 0.0, "cpu") == "bit for bit equal at every step"
+    said = readings.same_logits(False, 3e-7, "cuda")
+    assert "within 3.0e-07" in said and "not bit for bit" in said and "cuda device" in said
+    assert "cost 4.0x torch's own" in readings.gelu_kernels(14.1, 3.5, 512)
+    assert "the cheaper one here (0.67x" in readings.gelu_kernels(2.0, 3.0, 512)
+    assert "about the same either way" in readings.gelu_kernels(3.0, 3.1, 512)

@@ -56,6 +56,9 @@ def test_the_guide_shows_the_scripts_own_lines():
     assert len(shown) >= 8 and any("--dependency=afterany" in line for line in shown)
     assert [line for line in shown if line not in script] == []
     assert "docs/slurm/grade-class.sh" in section and "CPUS_PER_SHARD" in section
+    # the test's own cluster is one of a configuration of its own: sbatch finds it by SLURM_CONF,
+    # which the guide and the script say to export
+    assert "export SLURM_CONF=" in section and "SLURM_CONF" in SCRIPT.read_text(encoding="utf-8")
 
 
 def _free_port():

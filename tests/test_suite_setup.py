@@ -39,7 +39,8 @@ def test_every_lesson_weighs_its_stated_run_time_in_the_run_order():
         assert conftest.group_weight(f"browser-{path.name}") == stated
     assert conftest.group_weight("tests/test_attention.py") == 0
     for name, seconds in conftest.HEAVY_FILES.items():
-        assert (ROOT / name).is_file() and conftest.group_weight(name) == seconds > 0
+        assert (ROOT / name).is_file() or name in conftest.ONE_PROCESS.values(), name
+        assert conftest.group_weight(name) == seconds > 0
 
 
 class _Item:
@@ -69,6 +70,27 @@ def test_suite_runs_in_groups_longest_first(monkeypatch):
     assert [conftest.group_of(i) for i in items] == [
         "notebooks/06_training.ipynb", "mine", "tests/test_b.py", "tests/test_a.py",
         "tests/test_a.py"]
+
+
+def test_files_that_share_a_hub_run_on_one_worker_as_one_group():
+    """tests/test_hub.py and tests/test_live_hub.py share one hub (session fixtures): under
+    --dist loadgroup (make test-browser) and loadfile (make test) they are one work unit, which
+    pytest-xdist gives one worker; every other test is scheduled as before."""
+    pytest.importorskip("xdist")
+    from types import SimpleNamespace
+    conftest = _root_conftest()
+    hub = ["tests/test_hub.py::test_the_link[ada]", "tests/test_live_hub.py::test_the_view"]
+    lesson = "tests/test_browser.py::test_lesson_in_jupyterlab[00_start_here]"
+    for dist, other in (("loadgroup", lesson), ("loadfile", "tests/test_browser.py")):
+        config = SimpleNamespace(getvalue=lambda name, dist=dist: dist, option=SimpleNamespace(
+            loadscopereorder=False, maxschedchunk=None), getini=lambda name: None)
+        scheduling = conftest.pytest_xdist_make_scheduler(config, None)
+        assert {scheduling._split_scope(nodeid) for nodeid in hub} == {"hub"}
+        assert scheduling._split_scope(lesson) == other
+        assert scheduling._split_scope("tests/test_a.py::test_x@mine") == (
+            "mine" if dist == "loadgroup" else "tests/test_a.py")
+    assert conftest.pytest_xdist_make_scheduler(SimpleNamespace(getvalue=lambda name: "load"), None) is None
+    assert conftest.group_weight("hub") > 0     # scheduled early, beside the longest lessons
 
 
 def test_make_lab_opens_the_learners_working_copy():

@@ -28,6 +28,7 @@ import threading
 import numpy as np
 import torch
 
+from course_lib.checks import report
 from course_lib.checks.rendering import explain, recorded, show_warnings
 
 _GRADING = threading.local()   # base: the grading seed of the checks this thread runs (none: direct)
@@ -38,6 +39,16 @@ def seed(n=0):
     """The seed for a check's n-th random input: n itself, offset by the grader's seed when it grades."""
     base = getattr(_GRADING, "base", None)
     return n if base is None else (base + n) % 2 ** 63
+
+
+def grading():
+    """Whether the checks this thread runs are the grader's (inside `seeded`), not a learner's own."""
+    return getattr(_GRADING, "base", None) is not None
+
+
+class Stopped(AssertionError):
+    """Feedback after which nothing more can be checked: the learner's process has ended (a crash,
+    os._exit, the time limit). A drawn input is not shrunk past it (course_lib.checks.domain)."""
 
 
 @contextlib.contextmanager
@@ -116,11 +127,33 @@ def show(x, rows=4, cols=6):
     elif cut.ndim == 1:
         cut = cut[:rows * cols]
     text = np.array2string(cut, precision=3, suppress_small=True, threshold=rows * cols,
-                           separator=", ").replace("\n", "\n            ")
+                           separator=", ", formatter=_small_floats(cut)
+                           ).replace("\n", "\n            ")
     if cut.shape != shape:
         where = "[" + ", ".join(["0"] * max(x.ndim - 2, 0) + [":"] * min(x.ndim, 2)) + "]"
         text += f"\n            (the first rows and columns of {where}, of shape {shape})"
     return text
+
+
+def _significant(v):
+    """A float with four significant digits: 0.0003342, 1.604, 3.162e+16, inf."""
+    v = float(v)
+    if not np.isfinite(v) or v == 0 or 1e-4 <= abs(v) < 1e6:
+        return np.format_float_positional(v, precision=4, unique=True, fractional=False,
+                                          trim=".")
+    return np.format_float_scientific(v, precision=3, unique=False)
+
+
+def _small_floats(cut):
+    """A formatter for an array some of whose values three decimals would show as 0 (3,000
+    float16 weights of about 0.0003 each): every value with four significant digits, so that an
+    expected and a got that differ show differently. None (NumPy's own) otherwise."""
+    if cut.dtype.kind != "f" or not cut.size:
+        return None
+    finite = np.abs(cut[np.isfinite(cut) & (cut != 0)])
+    if not finite.size or finite.min() >= 5e-4:
+        return None
+    return {"float_kind": _significant}
 
 
 def tolerance(dtype):
@@ -207,7 +240,7 @@ class Checker:
                       hint=f"pass the function itself, e.g. check_{exercise}({exercise}), "
                            f"without calling it")
 
-    def fail(self, what, *, case=None, expected=None, got=None, hint):
+    def fail(self, what, *, case=None, expected=None, got=None, hint, stopped=False):
         __tracebackhide__ = True
         lines = [f"Exercise '{self.exercise}': {what}"]
         if case is not None:
@@ -217,7 +250,7 @@ class Checker:
         if got is not None:
             lines.append(f"  got:      {show(got)}")
         lines.append(f"Hint: {hint}")
-        raise explain(AssertionError("\n".join(lines)), raised=self.raised)
+        raise explain((Stopped if stopped else AssertionError)("\n".join(lines)), raised=self.raised)
 
     def call(self, *args, case, crash_hint=None, none_hint=None, mutable=(), watch=(), around=None,
              observe=None, catch=False, **kwargs):
@@ -284,7 +317,7 @@ class Checker:
             if w:
                 _write_back(target, value)
         if "ended" in seen:   # the learner's process is gone: nothing more can be checked
-            self.fail(seen["ended"], case=case,
+            self.fail(seen["ended"], case=case, stopped=True,
                       hint="run your function on this input in a cell of its own: an endless loop, "
                            "os._exit or exit(), a crash or a huge allocation ends it")
         if "raised" in seen and catch:
@@ -355,7 +388,8 @@ class Checker:
             seen = remote.follow(observer, data, case=self.last_case)
             if "ended" in seen:
                 self.fail(f"your function's result ended the grader's process ({seen['ended']})",
-                          case=self.last_case, hint="run your function on this input in a cell of its own")
+                          case=self.last_case, stopped=True,
+                          hint="run your function on this input in a cell of its own")
             return seen["observed"]
         return _observe_here(observer, self._last, data)
 
@@ -554,7 +588,7 @@ def checker(check):
         return result
 
     run.feedback_only = True   # tests/test_checks.py asserts every check_<name> carries it
-    return run
+    return report.reported(name, run)   # each outcome to the hub's live view, where there is one
 
 
 def _parameter_names(fn, n):

@@ -3,11 +3,12 @@
 Each lesson's checks module (course_lib/checks/lessonNN.py) holds a HINTS dict beside its
 checkers: for each exercise, two or three hints, the first about the idea, the second about
 the usual mistake, a third (where it helps) about the shape of the code. None holds a line of
-the answer. `solution(name)` shows the reference answer, read from the package's own
+the answer. The hints shown survive a restart of the kernel (`state_file`). `solution(name)` shows the reference answer, read from the package's own
 course_lib/checks/solutions.json (written from notebooks/ by `python -m course_lib.exercises`),
 which no run of a lesson saves over; the check still runs on the learner's own function either way.
 """
 import json
+import os
 from pathlib import Path
 
 from course_lib.checks.rendering import refusals
@@ -16,6 +17,69 @@ from course_lib.exercises import SOLUTIONS
 
 _shown = {}            # exercise -> the highest hint shown in this kernel
 _solutions_shown = set()
+_unsaved = []          # the state file that could not be written, once said
+
+
+def state_file():
+    """Where the hints shown are kept across kernel restarts: $COURSE_STATE_DIR/hints.json, else
+    course_lib/hints.json in $XDG_STATE_HOME (~/.local/state by default)."""
+    base = os.environ.get("COURSE_STATE_DIR")
+    if base:
+        return Path(base) / "hints.json"
+    state = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(state) / "course_lib" / "hints.json"
+
+
+def _folder():
+    """The folder whose notebooks this kernel runs (its working directory): hints are counted per
+    copy of the course, so a fresh clone starts again at hint 1."""
+    try:
+        return str(Path.cwd().resolve())
+    except OSError:
+        return ""
+
+
+def _stored():
+    """{folder: {exercise: highest hint shown}} from the state file; {} when it is missing or
+    not what this module writes."""
+    try:
+        data = json.loads(state_file().read_text(encoding="utf-8"))
+        shown = data["shown"]
+        return {str(f): {str(e): int(k) for e, k in ex.items() if type(k) is int and k > 0}
+                for f, ex in shown.items() if isinstance(ex, dict)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def shown_before(name):
+    """The highest hint of exercise `name` shown in this folder, in this kernel or an earlier one."""
+    return max(_shown.get(name, 0), _stored().get(_folder(), {}).get(name, 0))
+
+
+def help_taken(name):
+    """(the highest hint of `name` shown in this folder, whether its solution was shown in this
+    kernel): what a check reports as help taken (course_lib.checks.report)."""
+    return shown_before(name), name in _solutions_shown
+
+
+def _remember(name, k):
+    """Note that hint k of `name` was shown, in this kernel and in the state file (atomically).
+    Where the file cannot be written, say so once: hints then count from 1 after a restart."""
+    _shown[name] = max(_shown.get(name, 0), k)
+    path = state_file()
+    every = _stored()
+    here = every.setdefault(_folder(), {})
+    here[name] = max(here.get(name, 0), k)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        temporary.write_text(json.dumps({"format": 1, "shown": every}), encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as e:
+        if not _unsaved:
+            _unsaved.append(path)
+            print(f"(the hints shown could not be saved to {path}: {e.strerror or e}; after a "
+                  f"restart of the kernel, hint() starts again at hint 1)")
 
 
 def all_hints():
@@ -36,16 +100,22 @@ def _known(name, names):
 
 @refusals
 def hint(name, k=None):
-    """Show hint k of exercise `name`; without k, the next one not yet shown (then the last again)."""
+    """Show hint k of exercise `name`; without k, the next one not yet shown (then the last again).
+
+    The hints shown are remembered across kernel restarts (`state_file`, per folder of
+    notebooks), so the next hint after a restart is the one after those already read: the
+    grader counts a notebook's hint() calls in order, and its "hint 2" is then the hint the
+    learner read at the second call.
+    """
     hints = all_hints()
     _known(name, hints)
     n = len(hints[name])
     if k is None:
-        k = min(_shown.get(name, 0) + 1, n)
+        k = min(shown_before(name) + 1, n)
     elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
         raise ValueError(f"'{name}' has hints 1 to {n}; got k={k!r}")
-    _shown[name] = max(_shown.get(name, 0), k)
     print(hint_text(name, k, hints[name]))
+    _remember(name, k)
 
 
 def hint_text(name, k, hints):
@@ -58,8 +128,9 @@ def hint_text(name, k, hints):
 
 def solution_intro(name, lesson):
     """The line solution(name) prints above the reference answer."""
-    return (f"The reference answer to '{name}', from notebooks/{lesson}. The check still runs on "
-            f"the function you write: type it into the exercise cell, run it, then run the check.")
+    return (f"The reference answer to '{name}' (lesson {lesson}'s solved copy, as the course ships "
+            f"it). The check still runs on the function you write: type it into the exercise cell, "
+            f"run it, then run the check.")
 
 
 def solution_source(name, path=SOLUTIONS):

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from course_lib import data
 from course_lib.checks.core import Checker, checker, pair, seed
+from course_lib.checks.domain import each
 
 # next_byte_loss is the learner's own: these compute it whole, by whatever route they are reached.
 _LOSS_FUNCTIONS = {"F.cross_entropy": F.cross_entropy, "F.nll_loss": F.nll_loss,
@@ -25,46 +26,62 @@ def check_next_token_targets(fn):
     __tracebackhide__ = True
     c = Checker("next_token_targets", fn)
     for ids in (torch.arange(10, 16), torch.tensor([72, 105, 33]), torch.tensor([7, 7, 9, 7])):
-        case = f"ids = {ids.tolist()}"
-        inputs, targets = pair(c, c.call(ids, case=case), case, "inputs, targets")
-        if not (isinstance(inputs, torch.Tensor) and isinstance(targets, torch.Tensor)):
-            c.fail("inputs and targets must be torch tensors", case=case,
-                   got=f"{type(inputs).__name__}, {type(targets).__name__}",
-                   hint="slice the ids tensor itself rather than building lists: a slice of a "
-                        "tensor is a tensor")
-        if inputs.is_floating_point() or targets.is_floating_point():
-            c.fail("inputs and targets must hold integer token ids", case=case,
-                   expected=str(ids.dtype), got=f"{inputs.dtype}, {targets.dtype}",
-                   hint="slice the ids themselves, with no conversion; cross_entropy needs "
-                        "integer targets, and an embedding cannot look up a float")
-        want = (len(ids) - 1,)
-        if tuple(inputs.shape) != want or tuple(targets.shape) != want:
-            c.fail("inputs and targets must each have len(ids) - 1 entries", case=case,
-                   expected=(want, want), got=(tuple(inputs.shape), tuple(targets.shape)),
-                   hint="the last id has no next token to predict and the first is never a "
-                        "target, so drop one id from each end")
-        if inputs.dtype != ids.dtype or targets.dtype != ids.dtype:
-            c.fail("inputs and targets must keep the ids' dtype", case=case,
-                   expected=str(ids.dtype), got=f"{inputs.dtype}, {targets.dtype}",
-                   hint="slice the ids themselves; cross_entropy takes int64 (torch.long) targets")
-        ids_in, ids_out = ids[:-1], ids[1:]
-        if torch.equal(inputs, ids_out) and torch.equal(targets, ids_in):
-            c.fail("each position predicts the previous token", case=case,
-                   expected=ids_out.tolist(), got=targets.tolist(),
-                   hint="position t sees ids[:t + 1] and predicts the next id, ids[t + 1]: "
-                        "inputs come from the front of ids, targets from one step later")
-        if torch.equal(inputs, targets):
-            c.fail("targets equal inputs, so the model is asked to copy its input", case=case,
-                   expected=ids_out.tolist(), got=targets.tolist(),
-                   hint="shift the targets by one: targets[t] = ids[t + 1] (the off-by-one "
-                        "pitfall: unshifted targets make the loss collapse and teach nothing)")
-        if not (torch.equal(inputs, ids_in) and torch.equal(targets, ids_out)):
-            c.fail("inputs or targets hold the wrong ids", case=case,
-                   expected=(ids_in.tolist(), ids_out.tolist()),
-                   got=(inputs.tolist(), targets.tolist()),
-                   hint="inputs are every id but the last, targets every id but the first")
-        c.ok()
+        _targets_one(c, ids, f"ids = {ids.tolist()}")
+    # windows of any length (past 128, 256, 512 and 1,024), ids of any size, int64 or int32
+    each(c, _draw_window, _targets_one, n=20, stream=1)
     c.done()
+
+
+def _draw_window(d):
+    T = d.length(lo=1)
+    g = torch.Generator().manual_seed(d.seed())
+    ids = torch.randint(0, d.choice((256, 2_048, 50_257)), (T + 1,), generator=g)
+    ids = ids.to(d.choice((torch.long, torch.int32)))
+    shown = ids.tolist() if T < 12 else f"{ids[:6].tolist()[:-1]}... ({T + 1} ids)"
+    return ids, f"ids = {shown}, {str(ids.dtype).replace('torch.', '')}"
+
+
+def _targets_one(c, ids, case):
+    """Check next_token_targets on one window of ids."""
+    __tracebackhide__ = True
+    inputs, targets = pair(c, c.call(ids, case=case), case, "inputs, targets")
+    if not (isinstance(inputs, torch.Tensor) and isinstance(targets, torch.Tensor)):
+        c.fail("inputs and targets must be torch tensors", case=case,
+               got=f"{type(inputs).__name__}, {type(targets).__name__}",
+               hint="slice the ids tensor itself rather than building lists: a slice of a "
+                    "tensor is a tensor")
+    if inputs.is_floating_point() or targets.is_floating_point():
+        c.fail("inputs and targets must hold integer token ids", case=case,
+               expected=str(ids.dtype), got=f"{inputs.dtype}, {targets.dtype}",
+               hint="slice the ids themselves, with no conversion; cross_entropy needs "
+                    "integer targets, and an embedding cannot look up a float")
+    want = (len(ids) - 1,)
+    if tuple(inputs.shape) != want or tuple(targets.shape) != want:
+        c.fail("inputs and targets must each have len(ids) - 1 entries", case=case,
+               expected=(want, want), got=(tuple(inputs.shape), tuple(targets.shape)),
+               hint="the last id has no next token to predict and the first is never a "
+                    "target, so drop one id from each end")
+    if inputs.dtype != ids.dtype or targets.dtype != ids.dtype:
+        c.fail("inputs and targets must keep the ids' dtype", case=case,
+               expected=str(ids.dtype), got=f"{inputs.dtype}, {targets.dtype}",
+               hint="slice the ids themselves; cross_entropy takes int64 (torch.long) targets")
+    ids_in, ids_out = ids[:-1], ids[1:]
+    if torch.equal(inputs, ids_out) and torch.equal(targets, ids_in):
+        c.fail("each position predicts the previous token", case=case,
+               expected=ids_out.tolist()[:12], got=targets.tolist()[:12],
+               hint="position t sees ids[:t + 1] and predicts the next id, ids[t + 1]: "
+                    "inputs come from the front of ids, targets from one step later")
+    if torch.equal(inputs, targets):
+        c.fail("targets equal inputs, so the model is asked to copy its input", case=case,
+               expected=ids_out.tolist()[:12], got=targets.tolist()[:12],
+               hint="shift the targets by one: targets[t] = ids[t + 1] (the off-by-one "
+                    "pitfall: unshifted targets make the loss collapse and teach nothing)")
+    if not (torch.equal(inputs, ids_in) and torch.equal(targets, ids_out)):
+        c.fail("inputs or targets hold the wrong ids", case=case,
+               expected=(ids_in.tolist()[:12], ids_out.tolist()[:12]),
+               got=(inputs.tolist()[:12], targets.tolist()[:12]),
+               hint="inputs are every id but the last, targets every id but the first")
+    c.ok()
 
 
 _ENCODE = {"encode": data.encode}   # course_lib's own answer
@@ -77,48 +94,60 @@ def check_text_to_ids(fn):
     c = Checker("text_to_ids", fn, forbidden=_ENCODE)
     cases = ("To be", "café", "", "a\nb", "naïve 💡", "  To be,\n", "\tend  ", "\n")
     for text in cases:
-        case = f"text_to_ids({text!r})"
-        got = c.call(text, case=case,
-                     crash_hint="encode the text to bytes first: text.encode('utf-8') works for "
-                                "every character; latin-1 or ascii cannot encode all of them")
-        want = torch.tensor(list(text.encode("utf-8")), dtype=torch.long)
-        if not isinstance(got, torch.Tensor):
-            c.fail("expected a torch tensor", case=case, got=type(got).__name__,
-                   hint="build it with torch.tensor(list_of_ids, dtype=torch.long): the model "
-                        "takes tensors")
-        if got.dtype != torch.long:
-            hint = ("the ids must be int64 (torch.long), the type an embedding looks up and "
-                    "cross_entropy takes as targets; pass dtype=torch.long")
-            if len(text) == 0 and got.is_floating_point():
-                hint = ("torch.tensor([]) of an empty list is float32: pass dtype=torch.long "
-                        "so that the empty text still gives integer ids")
-            c.fail("the ids have the wrong dtype", case=case, expected="torch.int64",
-                   got=str(got.dtype), hint=hint)
-        if got.dim() != 1:
-            c.fail("expected a 1-D tensor of shape (T,)", case=case, expected=tuple(want.shape),
-                   got=tuple(got.shape), hint="return one id per byte, in a flat tensor; the "
-                                              "batch axis is added later with ids[None]")
-        c.ok()
-        if not torch.equal(got, want):
-            codepoints = [ord(ch) for ch in text]
-            if got.tolist() == codepoints:
-                hint = ("these are the characters' code points (233 for é), one id per "
-                        "character, as ord(ch) or text.encode('latin-1') give them; the ids are "
-                        "the UTF-8 bytes, 2 to 4 for a character outside ASCII: use "
-                        "text.encode('utf-8')")
-            elif _stripped(got.tolist(), text.encode("utf-8")):
-                hint = ("keep every byte, the whitespace at the ends too: don't strip() the "
-                        "text (a space is byte 32, a tab 9, a newline 10, and a model must "
-                        "learn where they go)")
-            elif len(got) != len(want):
-                hint = (f"there is one id per UTF-8 byte, {len(want)} here, not one per "
-                        f"character; use text.encode('utf-8')")
-            else:
-                hint = "the ids are the values of the bytes of text.encode('utf-8'), in order"
-            c.fail("the ids are not the text's UTF-8 bytes", case=case, expected=want.tolist(),
-                   got=got.tolist(), hint=hint)
-        c.ok()
+        _ids_one(c, text, f"text_to_ids({text!r})")
+    # text of every character class: capitals, NUL, CR LF, accents, CJK, emoji, U+FEFF
+    each(c, _draw_text, _ids_one, n=30, stream=2)
     c.done()
+
+
+def _draw_text(d):
+    text = d.text()
+    return text, f"text_to_ids({text!r})"
+
+
+def _ids_one(c, text, case):
+    """Check text_to_ids on one text."""
+    __tracebackhide__ = True
+    got = c.call(text, case=case,
+                 crash_hint="encode the text to bytes first: text.encode('utf-8') works for "
+                            "every character; latin-1 or ascii cannot encode all of them")
+    want = torch.tensor(list(text.encode("utf-8")), dtype=torch.long)
+    if not isinstance(got, torch.Tensor):
+        c.fail("expected a torch tensor", case=case, got=type(got).__name__,
+               hint="build it with torch.tensor(list_of_ids, dtype=torch.long): the model "
+                    "takes tensors")
+    if got.dtype != torch.long:
+        hint = ("the ids must be int64 (torch.long), the type an embedding looks up and "
+                "cross_entropy takes as targets; pass dtype=torch.long")
+        if len(text) == 0 and got.is_floating_point():
+            hint = ("torch.tensor([]) of an empty list is float32: pass dtype=torch.long "
+                    "so that the empty text still gives integer ids")
+        c.fail("the ids have the wrong dtype", case=case, expected="torch.int64",
+               got=str(got.dtype), hint=hint)
+    if got.dim() != 1:
+        c.fail("expected a 1-D tensor of shape (T,)", case=case, expected=tuple(want.shape),
+               got=tuple(got.shape), hint="return one id per byte, in a flat tensor; the "
+                                          "batch axis is added later with ids[None]")
+    c.ok()
+    if not torch.equal(got, want):
+        codepoints = [ord(ch) for ch in text]
+        if got.tolist() == codepoints:
+            hint = ("these are the characters' code points (233 for é), one id per "
+                    "character, as ord(ch) or text.encode('latin-1') give them; the ids are "
+                    "the UTF-8 bytes, 2 to 4 for a character outside ASCII: use "
+                    "text.encode('utf-8')")
+        elif _stripped(got.tolist(), text.encode("utf-8")):
+            hint = ("keep every byte, the whitespace at the ends too: don't strip() the "
+                    "text (a space is byte 32, a tab 9, a newline 10, and a model must "
+                    "learn where they go)")
+        elif len(got) != len(want):
+            hint = (f"there is one id per UTF-8 byte, {len(want)} here, not one per "
+                    f"character; use text.encode('utf-8')")
+        else:
+            hint = "the ids are the values of the bytes of text.encode('utf-8'), in order"
+        c.fail("the ids are not the text's UTF-8 bytes", case=case, expected=want.tolist(),
+               got=got.tolist(), hint=hint)
+    c.ok()
 
 
 def _stripped(got, want):
@@ -140,9 +169,6 @@ def check_next_byte_loss(fn):
     __tracebackhide__ = True
     c = Checker("next_byte_loss", fn, forbidden=_LOSS_FUNCTIONS)
     gen = torch.Generator().manual_seed(seed(0))
-    batch_hint = ("for a batch, logits (B, T, V) and targets (B, T): take log-probabilities "
-                  "along the last axis and pick with an index shaped like the logits (a "
-                  "trailing axis of size 1), or flatten both first, to (B*T, V) and (B*T,)")
     cases = [
         (torch.zeros(3, 256), torch.tensor([84, 111, 32]),
          "logits = torch.zeros(3, 256) (a uniform guess), targets = [84, 111, 32]"),
@@ -158,26 +184,60 @@ def check_next_byte_loss(fn):
          "float64 logits (3, 5, 9), targets (3, 5): the loss comes back in float64"),
     ]
     for logits, targets, case in cases:
-        got = c.call(logits, targets, case=case,
-                     crash_hint=batch_hint if logits.dim() == 3 else None)
-        want = _mean_nll(logits, targets)
-        got = _scalar(c, got, logits, case)
-        if not math.isfinite(got):
-            hint = ("p = e^-200 underflows to 0 in float32 and ln 0 = -inf: compute the "
-                    "log-probabilities directly, ln p = x - logsumexp(x) over the vocabulary "
-                    "(a log-softmax), without ever forming p")
-            if torch.isinf(logits).any():
-                hint = ("a ruled-out byte has ln p = -inf, and -inf * 0 is NaN: pick each "
-                        "position's own log-probability with gather (or index it) instead of "
-                        "multiplying every entry by a one-hot mask and summing")
-            c.fail("the loss is inf or NaN", case=case, expected=round(want, 4), got=got,
-                   hint=hint)
-        tol = 1e-10 if logits.dtype == torch.float64 else 1e-4
-        if not math.isclose(got, want, rel_tol=tol, abs_tol=tol):
-            c.fail("the loss is not right", case=case, expected=round(want, 4),
-                   got=round(got, 4), hint=_loss_hint(got, want, logits, targets))
-        c.ok()
+        _loss_one(c, (logits, targets), case)
+    # any batch, length and vocabulary, logits up to +-1e4 and -inf off the targets, both dtypes
+    each(c, _draw_logits, _loss_one, n=25, stream=3)
     c.done()
+
+
+_BATCH_HINT = ("for a batch, logits (B, T, V) and targets (B, T): take log-probabilities along "
+               "the last axis and pick with an index shaped like the logits (a trailing axis of "
+               "size 1), or flatten both first, to (B*T, V) and (B*T,)")
+
+
+def _draw_logits(d):
+    B, T, V = d.choice((0, 1, 2, 3)), d.length(lo=1, small=12, tables=(128, 256)), d.size(
+        2, 300, small=8)
+    dtype, scale = d.choice((torch.float32, torch.float64)), d.choice((1.0, 10.0, 200.0, 1e4))
+    g = torch.Generator().manual_seed(d.seed())
+    lead = (B, T) if B else (T,)
+    logits = (torch.randn(*lead, V, generator=g, dtype=torch.float64) * scale).to(dtype)
+    targets = torch.randint(V, lead, generator=g)
+    if V > 1 and d.boolean(0.3):   # bytes ruled out: -inf, never at a target
+        hidden = torch.rand(*lead, V, generator=g) < 0.3
+        hidden.scatter_(-1, targets[..., None], False)
+        logits = logits.masked_fill(hidden, -math.inf)
+    case = (f"random logits {tuple(logits.shape)} of scale {scale:g} in "
+            f"{str(dtype).replace('torch.', '')}"
+            + (" with some -inf (never at a target)" if torch.isinf(logits).any() else "")
+            + f", targets {tuple(targets.shape)}")
+    return (logits, targets), case
+
+
+def _loss_one(c, args, case):
+    """Check next_byte_loss on one (logits, targets)."""
+    __tracebackhide__ = True
+    logits, targets = args
+    batch_hint = _BATCH_HINT
+    got = c.call(logits, targets, case=case,
+                 crash_hint=batch_hint if logits.dim() == 3 else None)
+    want = _mean_nll(logits, targets)
+    got = _scalar(c, got, logits, case)
+    if not math.isfinite(got):
+        hint = ("p = e^-200 underflows to 0 in float32 and ln 0 = -inf: compute the "
+                "log-probabilities directly, ln p = x - logsumexp(x) over the vocabulary "
+                "(a log-softmax), without ever forming p")
+        if torch.isinf(logits).any():
+            hint = ("a ruled-out byte has ln p = -inf, and -inf * 0 is NaN: pick each "
+                    "position's own log-probability with gather (or index it) instead of "
+                    "multiplying every entry by a one-hot mask and summing")
+        c.fail("the loss is inf or NaN", case=case, expected=round(want, 4), got=got,
+               hint=hint)
+    tol = 1e-10 if logits.dtype == torch.float64 else 1e-4
+    if not math.isclose(got, want, rel_tol=tol, abs_tol=tol):
+        c.fail("the loss is not right", case=case, expected=round(want, 4),
+               got=round(got, 4), hint=_loss_hint(got, want, logits, targets))
+    c.ok()
 
 
 def _mean_nll(logits, targets):

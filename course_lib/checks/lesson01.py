@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from course_lib import attention as ref
 from course_lib.checks.core import Checker, checker, matches, pair, random_qkv, seed
+from course_lib.checks.domain import each
 
 # The course's own versions, and torch's, of what these exercises ask the learner to write.
 SOFTMAXES = {"course_lib's softmax (ref.softmax)": ref.softmax, "torch.softmax": torch.softmax,
@@ -127,15 +128,54 @@ def check_softmax(fn):
     case = ("softmax(x, axis=0) for x = np.zeros((3000, 2), dtype=np.float16) with "
             "x[:, 1] = np.linspace(-2, 2, 3000): 3,000 weights per column")
     got = run(x, 0, case)
-    want = ref.softmax(x, axis=0).astype(np.float64)
-    if not np.allclose(got, want, rtol=4e-3, atol=1e-7):
-        c.fail("the result is not right", case=case, expected=want, got=got,
+    want = ref.softmax(x, axis=0)                                  # float16, computed in float32
+    if not np.allclose(got, want.astype(np.float64), rtol=4e-3, atol=1e-7):
+        ulps = np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want))
+        worst = np.unravel_index(np.nanargmax(ulps), ulps.shape)
+        c.fail(f"the result is not right: weight {tuple(map(int, worst))} is {got[worst]:.5g} "
+               f"where {want[worst]:.5g} is right, {ulps[worst]:.0f} units in the last place "
+               f"of float16 away (rounding allows about 4)", case=case, expected=want, got=got,
                hint="compute float16 input in float32 (x.astype(np.float32)) and convert the "
                     "result back: summed in float16, 3,000 exponentials stall near 2048, where "
                     "adding 1 rounds back to the same number (lesson 01's bfloat16 sum that "
                     "stalled at 4.0)")
     c.ok()
+
+    def one(c, args, case):
+        __tracebackhide__ = True
+        x, axis = args
+        got = run(x, axis, case)
+        c.finite(got, "the result", case, hint=only_max)
+        close(got, x, axis, case, hint="softmax along `axis`, each slice on its own: the "
+              "exponentials of x minus the slice's maximum over their sum, in the input's "
+              "precision (float16 computed in float32)")
+    # any shape, axis and dtype, values spread up to 1e4, rows with -inf in them
+    each(c, _draw_softmax, one, n=30, stream=10)
     c.done()
+
+
+def _draw_softmax(d):
+    """An array of 1 to 3 axes (one of them sometimes 2,049 to 3,000 long for float16), any axis,
+    float64 or float16, values of any spread, and -inf entries that leave each slice a finite one."""
+    dtype = d.choice((np.float64, np.float16))
+    shape = [d.integer(1, 6) for _ in range(d.integer(1, 3))]
+    axis = d.integer(-len(shape), len(shape) - 1)
+    if dtype == np.float16 and d.boolean(0.3):
+        shape[axis] = d.integer(2_049, 3_000)       # a float16 sum that stalls past 2,048
+    rng = np.random.default_rng(d.seed())
+    spread = d.choice((1.0, 10.0, 1e3, 1e4) if dtype == np.float64 else (1.0, 8.0, 3e4))
+    x = rng.normal(size=shape) * spread + d.choice((0.0, spread, -spread))
+    if dtype == np.float16:
+        x = np.clip(x, -6e4, 6e4)
+    if d.boolean(0.3):                          # masked entries, each slice keeping its maximum
+        hidden = rng.random(shape) < 0.4
+        hidden &= x < x.max(axis=axis, keepdims=True)
+        x = np.where(hidden, -np.inf, x)
+    x = x.astype(dtype)
+    name = "float16" if dtype == np.float16 else "float64"
+    masked = ", some entries -inf" if np.isinf(x).any() else ""
+    return (x, axis), (f"softmax(x, axis={axis}) for random x of shape {tuple(shape)}, {name}, "
+                       f"spread {spread:g}{masked}")
 
 
 _KEYS = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
@@ -224,8 +264,9 @@ def check_attention(fn):
     mask = ref.causal_mask(4)
     masked = "random q (4, 3), k (4, 3), v (4, 2) with mask=causal_mask(4)"
     result = c.call(q, k, v, mask=mask, case=masked,
-                    crash_hint="test `if mask is not None:`; `if mask:` asks an array for one "
-                               "truth value, which NumPy refuses")
+                    crash_hint="test whether a mask was given by comparing it with None; "
+                               "`if mask:` asks an array for one truth value, which NumPy "
+                               "refuses")
     w = c.array(pair(c, result, masked, "output, weights")[1], "weights", masked)
     if w.shape == (4, 4) and np.any(np.triu(np.nan_to_num(w, nan=1.0), k=1) != 0):
         c.fail("weights are non-zero where the mask is -inf", case=masked,
@@ -254,7 +295,34 @@ def check_attention(fn):
     run(q, k, v, "a batch with one mask for all: q, k (3, 11, 5), v (3, 11, 2), "
         "mask=causal_mask(11)", mask=ref.causal_mask(11),
         crash_hint="add the (T, S) mask to the (..., T, S) scores: it broadcasts over the batch")
+    # any batch axes, lengths and widths, scores up to the hundreds, masks causal or not
+    each(c, _draw_attention, lambda c, args, case: run(*args[:3], case, mask=args[3]), n=25,
+         stream=11)
     c.done()
+
+
+def _draw_attention(d):
+    """q (..., T, D), k (..., S, D), v (..., S, Dv) with 0 to 2 batch axes, and no mask, a causal
+    one (T = S) or one hiding random keys (each query keeping one)."""
+    lead = tuple(d.integer(1, 3) for _ in range(d.integer(0, 2)))
+    T, S = d.length(lo=1, small=8, tables=(128,), p_long=0.1), d.integer(1, 12)
+    D, Dv, scale = d.integer(1, 8), d.integer(1, 5), d.choice((1.0, 3.0, 30.0))
+    kind = d.choice(("none", "causal", "random"))
+    if kind == "causal":
+        S = T
+    q, k, v = random_qkv(d.seed(), T=T, S=S, D=D, Dv=Dv, lead=lead)
+    q, k = q * scale, k * scale
+    mask, said = None, ""
+    if kind == "causal":
+        mask, said = ref.causal_mask(T), f", mask=causal_mask({T})"
+    elif kind == "random":
+        rng = np.random.default_rng(d.seed())
+        hidden = rng.random((T, S)) < 0.5
+        hidden[np.arange(T), rng.integers(0, S, T)] = False     # every query sees a key
+        mask, said = np.where(hidden, -np.inf, 0.0), ", a random (T, S) mask of 0 and -inf"
+    case = (f"random q {lead + (T, D)}, k {lead + (S, D)}, v {lead + (S, Dv)}, q and k scaled "
+            f"by {scale:g}{said}")
+    return (q, k, v, mask), case
 
 
 @checker
@@ -275,50 +343,70 @@ def check_attention_steps(fn):
         (rng.normal(size=6), rng.normal(size=(9, 6)), rng.normal(size=(9, 5)),
          "a random q of width 6 with 9 random keys and values of width 5"),
     ]
-    stages = ("scores", "scaled", "weights", "output")
     for q, keys, values, case in cases:
-        got = c.call(q, keys, values, case=case)
-        if not isinstance(got, dict) or set(stages) - set(got):
-            c.fail("expected a dict with the keys " + ", ".join(repr(s) for s in stages), case=case,
-                   got=sorted(got) if isinstance(got, dict) else type(got).__name__,
-                   hint="return dict(scores=..., scaled=..., weights=..., output=...)")
-        for s in stages:
-            if isinstance(got[s], np.ndarray) and got[s].dtype in (np.float32, np.float16):
-                c.fail(f"'{s}' is {got[s].dtype}, from float64 inputs", case=case,
-                       hint="compute in the inputs' dtype, float64: the steps are checked to "
-                            "float64's precision")
-        got = {s: np.asarray(c.array(np.asarray(got[s], dtype=float), s, case)) for s in stages}
-        d_k = len(q)
-        scores = keys @ q
-        want = dict(scores=scores, scaled=scores / math.sqrt(d_k))
-        want["weights"] = np.exp(want["scaled"]) / np.exp(want["scaled"]).sum()
-        want["output"] = want["weights"] @ values
-        hints = dict(
-            scores="score j is the dot product of the query with key j: keys @ q",
-            scaled=f"divide the scores by sqrt(d_k), where d_k = len(q) is the key width "
-                   f"(here sqrt({d_k}))",
-            weights="exponentiate the scaled scores, then divide by their sum so the weights sum to 1",
-            output="the output is the weighted sum of the values: weights @ values",
-        )
-        if matches(got["scores"], values @ q if values.shape[1] == d_k else np.full(1, np.nan)):
-            hints["scores"] = "the scores compare the query with the keys, not the values"
-        if matches(got["scaled"], scores) or matches(got["scaled"], scores / d_k):
-            hints["scaled"] = f"divide by the square root of the key width: sqrt({d_k}), not 1 or {d_k}"
-        elif len(keys) != d_k and matches(got["scaled"], scores / math.sqrt(len(keys))):
-            hints["scaled"] = (f"d_k is the key width len(q) = {d_k}, not the number of keys "
-                               f"len(keys) = {len(keys)}")
-        elif matches(got["scaled"], scores / math.sqrt(2)) and d_k != 2:
-            hints["scaled"] = f"d_k is the key width len(q) = {d_k} here; sqrt(2) only fits the lesson's keys"
-        if matches(got["weights"], np.exp(want["scaled"])):
-            hints["weights"] = "normalise: divide the exponentials by their sum so the weights sum to 1"
-        if matches(got["output"], want["weights"] @ keys):
-            hints["output"] = "the output mixes the values, not the keys: weights @ values"
-        for s in stages:
-            if got[s].shape == want[s].shape and np.allclose(got[s], want[s], atol=1e-3):
-                hints[s] = ("keep full precision: the steps are checked to float64's precision, "
-                            "so do not round them (printing rounds for you)")
-            c.close(got[s], want[s], f"'{s}'", case, hint=hints[s], input_dtype=np.float64)
+        _steps_one(c, (q, keys, values), case)
+    # any key width, number of keys and value width, scores small and large
+    each(c, _draw_steps, _steps_one, n=25, stream=12)
     c.done()
+
+
+_STAGES = ("scores", "scaled", "weights", "output")
+
+
+def _draw_steps(d):
+    D, S, Dv, scale = d.integer(1, 9), d.integer(1, 16), d.integer(1, 6), d.choice((1.0, 5.0))
+    rng = np.random.default_rng(d.seed())
+    q, keys, values = rng.normal(size=D) * scale, rng.normal(size=(S, D)), rng.normal(size=(S, Dv))
+    return (q, keys, values), (f"a random q of width {D} (scale {scale:g}) with {S} random keys "
+                               f"and values of width {Dv}")
+
+
+def _steps_one(c, args, case):
+    """Check attention_steps on one (q, keys, values)."""
+    __tracebackhide__ = True
+    q, keys, values = args
+    stages = _STAGES
+    got = c.call(q, keys, values, case=case)
+    if not isinstance(got, dict) or set(stages) - set(got):
+        c.fail("expected a dict with the keys " + ", ".join(repr(s) for s in stages), case=case,
+               got=sorted(got) if isinstance(got, dict) else type(got).__name__,
+               hint="return dict(scores=..., scaled=..., weights=..., output=...)")
+    for s in stages:
+        if isinstance(got[s], np.ndarray) and got[s].dtype in (np.float32, np.float16):
+            c.fail(f"'{s}' is {got[s].dtype}, from float64 inputs", case=case,
+                   hint="compute in the inputs' dtype, float64: the steps are checked to "
+                        "float64's precision")
+    got = {s: np.asarray(c.array(np.asarray(got[s], dtype=float), s, case)) for s in stages}
+    d_k = len(q)
+    scores = keys @ q
+    want = dict(scores=scores, scaled=scores / math.sqrt(d_k))
+    want["weights"] = np.exp(want["scaled"]) / np.exp(want["scaled"]).sum()
+    want["output"] = want["weights"] @ values
+    hints = dict(
+        scores="score j is the dot product of the query with key j: keys @ q",
+        scaled=f"divide the scores by sqrt(d_k), where d_k = len(q) is the key width "
+               f"(here sqrt({d_k}))",
+        weights="exponentiate the scaled scores, then divide by their sum so the weights sum to 1",
+        output="the output is the weighted sum of the values: weights @ values",
+    )
+    if matches(got["scores"], values @ q if values.shape[1] == d_k else np.full(1, np.nan)):
+        hints["scores"] = "the scores compare the query with the keys, not the values"
+    if matches(got["scaled"], scores) or matches(got["scaled"], scores / d_k):
+        hints["scaled"] = f"divide by the square root of the key width: sqrt({d_k}), not 1 or {d_k}"
+    elif len(keys) != d_k and matches(got["scaled"], scores / math.sqrt(len(keys))):
+        hints["scaled"] = (f"d_k is the key width len(q) = {d_k}, not the number of keys "
+                           f"len(keys) = {len(keys)}")
+    elif matches(got["scaled"], scores / math.sqrt(2)) and d_k != 2:
+        hints["scaled"] = f"d_k is the key width len(q) = {d_k} here; sqrt(2) only fits the lesson's keys"
+    if matches(got["weights"], np.exp(want["scaled"])):
+        hints["weights"] = "normalise: divide the exponentials by their sum so the weights sum to 1"
+    if matches(got["output"], want["weights"] @ keys):
+        hints["output"] = "the output mixes the values, not the keys: weights @ values"
+    for s in stages:
+        if got[s].shape == want[s].shape and np.allclose(got[s], want[s], atol=1e-3):
+            hints[s] = ("keep full precision: the steps are checked to float64's precision, "
+                        "so do not round them (printing rounds for you)")
+        c.close(got[s], want[s], f"'{s}'", case, hint=hints[s], input_dtype=np.float64)
 
 
 # Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of

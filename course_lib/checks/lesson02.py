@@ -3,6 +3,7 @@ import numpy as np
 
 from course_lib import attention as ref
 from course_lib.checks.core import Checker, checker, learner_side, pair, random_qkv, seed
+from course_lib.checks.domain import each
 from course_lib.checks.lesson01 import ATTENTIONS, attention_hint, swapped
 
 _TABLE = ("build the mask from T on every call: a table of fixed size, sliced with [:T, :T], is "
@@ -16,49 +17,61 @@ def check_causal_mask(fn):
     __tracebackhide__ = True
     c = Checker("causal_mask", fn, forbidden={"course_lib's causal_mask (ref.causal_mask)":
                                               ref.causal_mask})
-    for T in (1, 2, 4, 5, 9, 16, 300):
-        case = f"causal_mask({T})"
-        got = c.array(c.call(T, case=case, crash_hint=_TABLE if T > 8 else None), "the mask", case)
-        want = ref.causal_mask(T)
-        shape_hint = "one row per query i, one column per key j"
-        if T > 8 and got.ndim == 2 and got.shape[0] == got.shape[1] and got.shape[0] < T:
-            shape_hint = _TABLE
-        c.shape(got, (T, T), "the mask", case, hint=shape_hint)
-        if got.dtype == bool:
-            c.fail("the mask is boolean", case=case, expected=want, got=got,
-                   hint="return the additive float mask: 0.0 where allowed, -np.inf where "
-                        "hidden, so that it can be added to the scores")
-        if np.isnan(got).any():
-            c.fail("the mask contains NaN", case=case, expected=want, got=got,
-                   hint="0 * -inf is NaN: multiplying a 0/1 matrix by -np.inf turns its zeros "
-                        "into NaN; don't multiply, choose: write -np.inf only into the hidden "
-                        "entries (a selection by a boolean mask, or the upper triangle of a "
-                        "matrix of -inf) and 0.0 everywhere else")
-        upper, lower = np.triu_indices(T, k=1), np.tril_indices(T)
-        if np.any(got[lower] == 1):
-            c.fail("allowed entries are not 0", case=case, expected=want, got=got,
-                   hint="allowed entries must be 0.0 so adding the mask leaves those scores unchanged")
-        if T > 1 and np.all(got[upper] == 0) and np.all(got[np.tril_indices(T, k=-1)] == -np.inf):
-            c.fail("the mask is transposed: it hides the past and shows the future",
-                   case=case, expected=want, got=got,
-                   hint="row i is the query, column j the key: hide j > i, the keys after "
-                        "the query, above the diagonal (the upper triangle, not the lower)")
-        if np.any(np.diag(got) != 0):
-            c.fail("the diagonal is hidden", case=case, expected=want, got=got,
-                   hint="a position may attend to itself: M[i, i] must be 0; with np.triu "
-                        "use k=1 so the diagonal stays 0")
-        if T > 1 and np.any(got[upper] != -np.inf):
-            finite = np.isfinite(got[upper]) & (got[upper] != 0)
-            hint = ("use -np.inf for hidden entries, the mask M the lesson defines: a large "
-                    "negative number also gives weights of 0 here, but if every key of a row is "
-                    "hidden it silently averages them instead of giving NaN, and its size must "
-                    "beat any score; -inf needs no such care" if np.any(finite) else
-                    "every key after the query (j > i, above the diagonal) must be -inf, "
-                    "or the position can see the future")
-            c.fail("some future positions are not hidden", case=case, expected=want, got=got,
-                   hint=hint)
-        c.close(got, want, "the mask", case, hint="0 on and below the diagonal, -inf above it")
+    for T in (1, 2, 4, 5, 9, 16, 300, 1_030):   # 1,030: past GPT-2's 1,024 positions
+        _mask_one(c, T, f"causal_mask({T})")
+    # lengths past every other table a learner might slice (128, 256, 512)
+    each(c, _draw_length, _mask_one, n=20, stream=20)
     c.done()
+
+
+def _draw_length(d):
+    T = d.length(tables=(128, 256, 512))
+    return T, f"causal_mask({T})"
+
+
+def _mask_one(c, T, case):
+    """Check causal_mask for one T."""
+    __tracebackhide__ = True
+    got = c.array(c.call(T, case=case, crash_hint=_TABLE if T > 8 else None), "the mask", case)
+    want = ref.causal_mask(T)
+    shape_hint = "one row per query i, one column per key j"
+    if T > 8 and got.ndim == 2 and got.shape[0] == got.shape[1] and got.shape[0] < T:
+        shape_hint = _TABLE
+    c.shape(got, (T, T), "the mask", case, hint=shape_hint)
+    if got.dtype == bool:
+        c.fail("the mask is boolean", case=case, expected=want, got=got,
+               hint="return the additive float mask: 0.0 where allowed, -np.inf where "
+                    "hidden, so that it can be added to the scores")
+    if np.isnan(got).any():
+        c.fail("the mask contains NaN", case=case, expected=want, got=got,
+               hint="0 * -inf is NaN: multiplying a 0/1 matrix by -np.inf turns its zeros "
+                    "into NaN; don't multiply, choose: write -np.inf only into the hidden "
+                    "entries (a selection by a boolean mask, or the upper triangle of a "
+                    "matrix of -inf) and 0.0 everywhere else")
+    upper, lower = np.triu_indices(T, k=1), np.tril_indices(T)
+    if np.any(got[lower] == 1):
+        c.fail("allowed entries are not 0", case=case, expected=want, got=got,
+               hint="allowed entries must be 0.0 so adding the mask leaves those scores unchanged")
+    if T > 1 and np.all(got[upper] == 0) and np.all(got[np.tril_indices(T, k=-1)] == -np.inf):
+        c.fail("the mask is transposed: it hides the past and shows the future",
+               case=case, expected=want, got=got,
+               hint="row i is the query, column j the key: hide j > i, the keys after "
+                    "the query, above the diagonal (the upper triangle, not the lower)")
+    if np.any(np.diag(got) != 0):
+        c.fail("the diagonal is hidden", case=case, expected=want, got=got,
+               hint="a position may attend to itself: M[i, i] must be 0; with np.triu "
+                    "use k=1 so the diagonal stays 0")
+    if T > 1 and np.any(got[upper] != -np.inf):
+        finite = np.isfinite(got[upper]) & (got[upper] != 0)
+        hint = ("use -np.inf for hidden entries, the mask M the lesson defines: a large "
+                "negative number also gives weights of 0 here, but if every key of a row is "
+                "hidden it silently averages them instead of giving NaN, and its size must "
+                "beat any score; -inf needs no such care" if np.any(finite) else
+                "every key after the query (j > i, above the diagonal) must be -inf, "
+                "or the position can see the future")
+        c.fail("some future positions are not hidden", case=case, expected=want, got=got,
+               hint=hint)
+    c.close(got, want, "the mask", case, hint="0 on and below the diagonal, -inf above it")
 
 
 @checker
@@ -71,8 +84,8 @@ def check_masked_attention(fn):
     c = Checker("masked_attention", fn, forbidden=ATTENTIONS)
     q, k, v = random_qkv(seed(0), T=4, S=4, D=3, Dv=2)
     case = "random q (4, 3), k (4, 3), v (4, 2)"
-    shapes = ("the mask must be (T, T) with T = q.shape[-2], the number of positions; print the "
-              "shapes of your scores and mask")
+    shapes = ("the mask must be (T, T), T the number of positions (the second-to-last axis of "
+              "q); print the shapes of your scores and mask")
     out, w = pair(c, c.call(q, k, v, case=case, crash_hint=shapes), case, "output, weights")
     out, w = c.array(out, "output", case), c.array(w, "weights", case)
     want_out, want_w = ref.attention(q, k, v, ref.causal_mask(4))
@@ -119,17 +132,37 @@ def check_masked_attention(fn):
 
     for n, T, lead in ((2, 12, (3,)), (3, 130, ())):
         q, k, v = random_qkv(seed(n), T=T, S=T, D=4, Dv=3, lead=lead)
-        case = (f"a longer sequence: q, k {(*lead, T, 4)}, v {(*lead, T, 3)}, longer than any "
-                f"example before it")
-        out, w = pair(c, c.call(q, k, v, case=case, crash_hint=_TABLE), case, "output, weights")
-        out, w = c.array(out, "output", case), c.array(w, "weights", case)
-        want_out, want_w = ref.attention(q, k, v, ref.causal_mask(T))
-        c.shape(w, want_w.shape, "weights", case, hint=_TABLE)
-        c.close(w, want_w, "weights", case, input_dtype=q.dtype,
-                hint=attention_hint(q, k, w, ref.causal_mask(T)) or
-                "weights = softmax(q @ k^T / sqrt(d_k) + causal mask), the mask built for this T")
-        c.close(out, want_out, "output", case, hint="output = weights @ v", input_dtype=q.dtype)
+        _masked_one(c, (q, k, v), f"a longer sequence: q, k {(*lead, T, 4)}, v {(*lead, T, 3)}, "
+                                  f"longer than any example before it")
+    # any batch axes and length (past tables of 128 and 256), widths and spread of scores
+    each(c, _draw_qkv, _masked_one, n=20, stream=21)
     c.done()
+
+
+def _draw_qkv(d):
+    lead = tuple(d.integer(1, 3) for _ in range(d.integer(0, 2)))
+    T = d.length(tables=(128, 256))
+    if T > 16:
+        lead = lead[:1]
+    D, Dv, scale = d.integer(1, 8), d.integer(1, 5), d.choice((1.0, 4.0, 30.0))
+    q, k, v = random_qkv(d.seed(), T=T, S=T, D=D, Dv=Dv, lead=lead)
+    return (q * scale, k * scale, v), (f"random q, k {(*lead, T, D)} scaled by {scale:g}, "
+                                       f"v {(*lead, T, Dv)}")
+
+
+def _masked_one(c, args, case):
+    """Check masked_attention on one (q, k, v)."""
+    __tracebackhide__ = True
+    q, k, v = args
+    T = q.shape[-2]
+    out, w = pair(c, c.call(q, k, v, case=case, crash_hint=_TABLE), case, "output, weights")
+    out, w = c.array(out, "output", case), c.array(w, "weights", case)
+    want_out, want_w = ref.attention(q, k, v, ref.causal_mask(T))
+    c.shape(w, want_w.shape, "weights", case, hint=_TABLE)
+    c.close(w, want_w, "weights", case, input_dtype=q.dtype,
+            hint=attention_hint(q, k, w, ref.causal_mask(T)) or
+            "weights = softmax(q @ k^T / sqrt(d_k) + causal mask), the mask built for this T")
+    c.close(out, want_out, "output", case, hint="output = weights @ v", input_dtype=q.dtype)
 
 
 def _precision(got, want):
@@ -228,16 +261,42 @@ def check_future_leak(fn):
         (_prefix_mean, 6, "the causal layer with k = T = 6"),
     ]
     for layer, k, what in cases:
-        case = f"future_leak(layer, x, k={k}), x of shape {x.shape}, {what}"
-        got = c.call(layer, x, k, case=case,
-                     none_hint="end with `return` and the array of k booleans")
-        want = _leaks(layer, x, k)
-        got = _booleans(c, got, k, x.shape, case)
-        if not np.array_equal(got, want):
-            c.fail("the positions that see the future are not right", case=case,
-                   expected=want, got=got, hint=_leak_hint(got, want, layer, x, k))
-        c.ok()
+        _leak_one(c, (layer, x, k), f"future_leak(layer, x, k={k}), x of shape {x.shape}, {what}")
+    # any T, C and k, every kind of layer (16 features or more where a layer reads their order)
+    each(c, _draw_leak, _leak_one, n=20, stream=22)
     c.done()
+
+
+_LAYERS = ((_prefix_mean, "a causal layer (row t is the mean of rows 0..t)"),
+           (_whole_mean, "a layer that mixes in the mean of all rows"),
+           (_two_ahead, "a layer where row t reads row t + 2"),
+           (_cancelling, "a layer whose columns 0 and 1 change by +d and -d"),
+           (_tiny_leak, "a layer that leaks 1e-9 times the last row"),
+           (_one_feature_ahead, "a layer where row t reads feature 2 of row t + 1"),
+           (_order_ahead, "a layer where row t reads the order of row t + 1's features"))
+
+
+def _draw_leak(d):
+    layer, what = d.choice(_LAYERS)
+    T = d.integer(1, 24)
+    C = d.integer(16, 20) if layer is _order_ahead else d.integer(3, 16)
+    k = d.integer(0, T)
+    x = np.random.default_rng(d.seed()).normal(size=(T, C))
+    return (layer, x, k), f"future_leak(layer, x, k={k}), random x of shape {x.shape}, {what}"
+
+
+def _leak_one(c, args, case):
+    """Check future_leak on one (layer, x, k)."""
+    __tracebackhide__ = True
+    layer, x, k = args
+    got = c.call(layer, x, k, case=case,
+                 none_hint="end with `return` and the array of k booleans")
+    want = _leaks(layer, x, k)
+    got = _booleans(c, got, k, x.shape, case)
+    if not np.array_equal(got, want):
+        c.fail("the positions that see the future are not right", case=case,
+               expected=want, got=got, hint=_leak_hint(got, want, layer, x, k))
+    c.ok()
 
 
 def _leaks(layer, x, k):

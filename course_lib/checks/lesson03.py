@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from course_lib import attention as ref
 from course_lib.checks.core import Checker, backward, checker, gradients_flow, matches, seed
+from course_lib.checks.domain import each
 from course_lib.checks.lesson04 import observed_call
 
 # The course's own versions, and torch's, of what the exercises ask for.
@@ -125,30 +126,53 @@ def check_split_heads(fn):
     c = Checker("split_heads", fn, forbidden=_SPLIT)
     for B, T, H, D in ((2, 5, 3, 4), (3, 2, 5, 6), (1, 4, 1, 7)):
         C = H * D
-        x = _arange(B, T, C)
-        case = f"x = torch.arange({B * T * C}.).reshape({B}, {T}, {C}) (B={B}, T={T}, C={C}), n_heads={H}"
-        got = c.call(x, H, case=case,
-                     crash_hint="split the last axis with x.view(B, T, n_heads, C // n_heads), "
-                                "then swap the position and head axes with .transpose(1, 2)")
-        got = _tensor(c, got, "the result", case)
-        want = ref.split_heads(x, H).double().numpy()
-        shape_hint = (f"expected (B, H, T, D) = ({B}, {H}, {T}, {D}): {H} heads, each with "
-                      f"T={T} positions of D = C // n_heads = {D} channels")
-        if got.shape == (B, T, H, D) and H != T:
-            shape_hint = ("you split the width but left the head axis after the positions: "
-                          "move it forward with .transpose(1, 2)")
-        elif got.shape == (B, H, D, T) and D != T:
-            shape_hint = ("positions come before the head size: view(B, T, H, D), where D is the "
-                          "number of channels per head, then .transpose(1, 2)")
-        c.shape(got, (B, H, T, D), "the result", case, hint=shape_hint)
-        c.close(got, want, "the result", case,
-                hint=split_hint(x, H, got) or
-                f"head h, position t must hold x[b, t, h*D:(h+1)*D] (here D = {D})")
+        _split_one(c, (_arange(B, T, C), H), f"x = torch.arange({B * T * C}.).reshape({B}, "
+                                             f"{T}, {C}) (B={B}, T={T}, C={C}), n_heads={H}")
+    # any batch, length (past 128 and 256), number of heads and head size
+    each(c, _draw_split, _split_one, n=20, stream=30)
     x = _arange(2, 5, 12)
     case = "x = torch.arange(120.).reshape(2, 5, 12) requiring grad, n_heads=3: the gradient"
     weight = torch.arange(120.0).reshape(2, 3, 5, 4)
     _gradient(c, fn, x, 3, case=case, want_grad=ref.merge_heads(weight))
     c.done()
+
+
+def _draw_sizes(d):
+    """B, T, H, D: a batch of 1 to 3, any length, 1 to 8 heads of 1 to 8 channels."""
+    T = d.length(tables=(128, 256))
+    return (d.integer(1, 3) if T <= 16 else 1), T, d.integer(1, 8), d.integer(1, 8)
+
+
+def _draw_split(d):
+    B, T, H, D = _draw_sizes(d)
+    g = torch.Generator().manual_seed(d.seed())
+    return (torch.randn(B, T, H * D, generator=g), H), (f"a random x of shape ({B}, {T}, "
+                                                        f"{H * D}), n_heads={H}")
+
+
+def _split_one(c, args, case):
+    """Check split_heads on one (x, n_heads)."""
+    __tracebackhide__ = True
+    x, H = args
+    B, T, C = x.shape
+    D = C // H
+    got = c.call(x, H, case=case,
+                 crash_hint="split the last axis with x.view(B, T, n_heads, C // n_heads), "
+                            "then swap the position and head axes with .transpose(1, 2)")
+    got = _tensor(c, got, "the result", case)
+    want = ref.split_heads(x, H).double().numpy()
+    shape_hint = (f"expected (B, H, T, D) = ({B}, {H}, {T}, {D}): {H} heads, each with "
+                  f"T={T} positions of D = C // n_heads = {D} channels")
+    if got.shape == (B, T, H, D) and H != T:
+        shape_hint = ("you split the width but left the head axis after the positions: "
+                      "move it forward with .transpose(1, 2)")
+    elif got.shape == (B, H, D, T) and D != T:
+        shape_hint = ("positions come before the head size: view(B, T, H, D), where D is the "
+                      "number of channels per head, then .transpose(1, 2)")
+    c.shape(got, (B, H, T, D), "the result", case, hint=shape_hint)
+    c.close(got, want, "the result", case,
+            hint=split_hint(x, H, got) or
+            f"head h, position t must hold x[b, t, h*D:(h+1)*D] (here D = {D})")
 
 
 # --- merge_heads --------------------------------------------------------------
@@ -186,29 +210,48 @@ def check_merge_heads(fn):
     """
     __tracebackhide__ = True
     c = Checker("merge_heads", fn, forbidden=_MERGE)
-    crash = ("after .transpose the tensor is no longer contiguous in memory, so .view cannot "
-             "regroup it: use .reshape (or .contiguous().view)")
     for B, H, T, D in ((2, 3, 5, 4), (3, 5, 2, 6)):
         y = _arange(B, H, T, D)
-        case = f"x = torch.arange({y.numel()}.).reshape({B}, {H}, {T}, {D}) (B={B}, H={H}, T={T}, D={D})"
-        got = _tensor(c, c.call(y, case=case, crash_hint=crash), "the result", case)
-        shape_hint = f"expected (B, T, H * D) = ({B}, {T}, {H * D})"
-        if got.shape == (B, T, H, D):
-            shape_hint = "the heads are in order but not merged: reshape to (B, T, H * D)"
-        c.shape(got, (B, T, H * D), "the result", case, hint=shape_hint)
-        c.close(got, ref.merge_heads(y).double().numpy(), "the result", case,
-                hint=merge_hint(y, got) or "transpose(1, 2) to (B, T, H, D), then reshape to (B, T, H * D)")
+        _merge_one(c, y, f"x = torch.arange({y.numel()}.).reshape({B}, {H}, {T}, {D}) (B={B}, "
+                         f"H={H}, T={T}, D={D})")
 
     x = torch.randn(2, 3, 20, generator=torch.Generator().manual_seed(seed(3)))
     case = "merge_heads(split_heads(x, 4)) for a random x of shape (2, 3, 20)"
-    got = _tensor(c, c.call(ref.split_heads(x, 4), case=case, crash_hint=crash), "the result", case)
+    got = _tensor(c, c.call(ref.split_heads(x, 4), case=case, crash_hint=_MERGE_CRASH),
+                  "the result", case)
     c.close(got, x.double().numpy(), "the round trip", case,
             hint="merge_heads must undo split_heads exactly: transpose(1, 2), then reshape")
     y = _arange(2, 3, 5, 4)
     case = "x = torch.arange(120.).reshape(2, 3, 5, 4) requiring grad: the gradient"
     weight = torch.arange(120.0).reshape(2, 5, 12)
     _gradient(c, fn, y, case=case, want_grad=ref.split_heads(weight, 3))
+    # any batch, length (past 128 and 256), number of heads and head size
+    each(c, _draw_merge, _merge_one, n=20, stream=31)
     c.done()
+
+
+_MERGE_CRASH = ("after .transpose the tensor is no longer contiguous in memory, so .view cannot "
+                "regroup it: use .reshape (or .contiguous().view)")
+
+
+def _draw_merge(d):
+    B, T, H, D = _draw_sizes(d)
+    g = torch.Generator().manual_seed(d.seed())
+    return torch.randn(B, H, T, D, generator=g), f"a random x of shape ({B}, {H}, {T}, {D})"
+
+
+def _merge_one(c, y, case):
+    """Check merge_heads on one x (B, H, T, D)."""
+    __tracebackhide__ = True
+    B, H, T, D = y.shape
+    crash = _MERGE_CRASH
+    got = _tensor(c, c.call(y, case=case, crash_hint=crash), "the result", case)
+    shape_hint = f"expected (B, T, H * D) = ({B}, {T}, {H * D})"
+    if got.shape == (B, T, H, D):
+        shape_hint = "the heads are in order but not merged: reshape to (B, T, H * D)"
+    c.shape(got, (B, T, H * D), "the result", case, hint=shape_hint)
+    c.close(got, ref.merge_heads(y).double().numpy(), "the result", case,
+            hint=merge_hint(y, got) or "transpose(1, 2) to (B, T, H, D), then reshape to (B, T, H * D)")
 
 
 # --- multi_head_attention -----------------------------------------------------
@@ -269,17 +312,18 @@ def mha_hint(x, w_qkv, w_proj, H, got):
     return None
 
 
-def _weights(n, B, T, H, D):
-    """Float32 x (B, T, C), w_qkv (3C, C), w_proj (C, C) drawn from seed(n), scaled so the softmax is neither flat nor one-hot."""
+def _weights(n, B, T, H, D, seeded=False):
+    """Float32 x (B, T, C), w_qkv (3C, C), w_proj (C, C) drawn from seed(n) (from n itself when
+    `seeded`), scaled so the softmax is neither flat nor one-hot."""
     C = H * D
-    g = torch.Generator().manual_seed(seed(n))
+    g = torch.Generator().manual_seed(n if seeded else seed(n))
     x = torch.randn(B, T, C, generator=g)
     w_qkv = torch.randn(3 * C, C, generator=g) * 1.5 / math.sqrt(C)
     w_proj = torch.randn(C, C, generator=g) / math.sqrt(C)
     return x, w_qkv, w_proj
 
 
-_HALF_HINT = ("compute in float32 (x.float(), w_qkv.float(), w_proj.float()) and return the "
+_HALF_HINT = ("compute in float32 (x and both weights converted with .float()) and return the "
               "input's dtype (.to(x.dtype)): in float16 a score past 65504 is inf and the "
               "softmax NaN, lesson 01's pitfall; float32 keeps the scores and their sums exact")
 
@@ -324,41 +368,10 @@ def check_multi_head_attention(fn):
     """
     __tracebackhide__ = True
     c = Checker("multi_head_attention", fn, forbidden=_MHA)
-    crash = ("w_qkv is (3C, C) in nn.Linear's convention: x @ w_qkv.T gives (B, T, 3C); cut it "
-             "into q, k, v with .chunk(3, dim=-1), split each into heads (B, H, T, D), and print "
-             "the shapes as you go")
     for n, (B, T, H, D) in enumerate(((2, 5, 3, 4), (1, 7, 2, 3), (3, 4, 1, 6), (2, 11, 2, 4))):
-        C = H * D
-        x, w_qkv, w_proj = _weights(n, B, T, H, D)
-        case = (f"random x ({B}, {T}, {C}), w_qkv ({3 * C}, {C}), w_proj ({C}, {C}), "
-                f"n_heads={H} (so D={D})")
-        hint = crash if T <= 8 else ("build the causal mask for this T, torch.full((T, T), "
-                                     "float('-inf')).triu(1): a mask of fixed size sliced with "
-                                     "[:T, :T] is too small for a longer sequence")
-        got = _tensor(c, _call(c, x, w_qkv, w_proj, H, case=case, crash_hint=hint), "the output", case)
-        c.shape(got, (B, T, C), "the output", case,
-                hint="the output has the input's shape (B, T, C): merge the heads back to width C "
-                     "and project with w_proj")
-        c.finite(got, "the output", case,
-                 hint="a NaN row usually means a query whose keys are all masked: hide only "
-                      "j > i (torch.triu(..., diagonal=1)), never the diagonal")
-        want = _mha_variant(x, w_qkv, w_proj, H)
-        if not matches(got, want):
-            hint = mha_hint(x, w_qkv, w_proj, H, got)
-            if hint is None:
-                x2 = x.clone()
-                x2[:, -1] = 10.0
-                got2 = _call(c, x2, w_qkv, w_proj, H, case=case, crash_hint=crash)
-                if isinstance(got2, torch.Tensor) and got2.shape == got.shape and not matches(
-                        got2.detach().double().numpy()[:, :-1], got[:, :-1]):
-                    hint = ("changing the last position changed earlier outputs: add the causal "
-                            "mask to the scores before the softmax, and keep each head's "
-                            "positions apart")
-            c.fail("the output is not right", case=case, expected=want, got=got,
-                   hint=hint or "q, k, v = (x @ w_qkv.T).chunk(3, -1); split each into heads; "
-                                "softmax(q @ k^T / sqrt(D) + causal mask) @ v per head; merge; "
-                                "@ w_proj.T")
-        c.ok()
+        _mha_one(c, (*_weights(n, B, T, H, D), H), _mha_case(B, T, H, D))
+    # any batch, length (past tables of 128 and 256), heads and head size
+    each(c, _draw_mha, _mha_one, n=15, stream=32)
     _half_precision(c, fn)
     x, w_qkv, w_proj = _weights(9, 2, 5, 3, 4)
     case = ("random x (2, 5, 12), w_qkv (36, 12), w_proj (12, 12) requiring grad, n_heads=3: "
@@ -367,6 +380,60 @@ def check_multi_head_attention(fn):
                    lambda x, w_qkv, w_proj, H: ref.multi_head_attention(x, w_qkv, w_proj, H),
                    case, extra=(3,))
     c.done()
+
+
+_MHA_CRASH = ("w_qkv is (3C, C) in nn.Linear's convention: x @ w_qkv.T gives (B, T, 3C); cut it "
+              "into q, k, v with .chunk(3, dim=-1), split each into heads (B, H, T, D), and "
+              "print the shapes as you go")
+
+
+def _mha_case(B, T, H, D):
+    C = H * D
+    return f"random x ({B}, {T}, {C}), w_qkv ({3 * C}, {C}), w_proj ({C}, {C}), n_heads={H} (so D={D})"
+
+
+def _draw_mha(d):
+    B, T, H, D = _draw_sizes(d)
+    H = min(H, 4)
+    return (*_weights(d.seed(), B, T, H, D, seeded=True), H), _mha_case(B, T, H, D)
+
+
+def _mha_one(c, args, case):
+    """Check multi_head_attention on one (x, w_qkv, w_proj, n_heads)."""
+    __tracebackhide__ = True
+    x, w_qkv, w_proj, H = args
+    B, T, C = x.shape
+    crash = _MHA_CRASH
+    hint = crash if T <= 8 else ("build the causal mask for this T, torch.full((T, T), "
+                                 "float('-inf')).triu(1): a mask of fixed size sliced with "
+                                 "[:T, :T] is too small for a longer sequence")
+    got = _tensor(c, _call(c, x, w_qkv, w_proj, H, case=case, crash_hint=hint), "the output", case)
+    c.shape(got, (B, T, C), "the output", case,
+            hint="the output has the input's shape (B, T, C): merge the heads back to width C "
+                 "and project with w_proj")
+    c.finite(got, "the output", case,
+             hint="a NaN row usually means a query whose keys are all masked: hide only "
+                  "j > i (torch.triu(..., diagonal=1)), never the diagonal")
+    want = _mha_variant(x, w_qkv, w_proj, H)
+    # float32 sums over T keys and C channels round by more than matches' 1e-6 once T and C
+    # grow: 1e-6 per sqrt(T * C) / 4, beside the output's size
+    atol = 1e-6 * max(1.0, math.sqrt(T * C) / 4) * max(1.0, float(np.abs(want).max()))
+    if not (got.shape == want.shape and np.allclose(got, want, atol=atol, rtol=1e-4)):
+        hint = mha_hint(x, w_qkv, w_proj, H, got)
+        if hint is None:
+            x2 = x.clone()
+            x2[:, -1] = 10.0
+            got2 = _call(c, x2, w_qkv, w_proj, H, case=case, crash_hint=crash)
+            if isinstance(got2, torch.Tensor) and got2.shape == got.shape and not matches(
+                    got2.detach().double().numpy()[:, :-1], got[:, :-1]):
+                hint = ("changing the last position changed earlier outputs: add the causal "
+                        "mask to the scores before the softmax, and keep each head's "
+                        "positions apart")
+        c.fail("the output is not right", case=case, expected=want, got=got,
+               hint=hint or "q, k, v = (x @ w_qkv.T).chunk(3, -1); split each into heads; "
+                            "softmax(q @ k^T / sqrt(D) + causal mask) @ v per head; merge; "
+                            "@ w_proj.T")
+    c.ok()
 
 
 # Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of

@@ -5,7 +5,6 @@ its own feedback, never with an error from torch), `observed_call` (a call of th
 function that also reports what the checker must know of it, called directly or from the
 grader alike) and `python_int`.
 """
-import inspect
 import numbers
 
 import numpy as np
@@ -14,6 +13,7 @@ import torch
 from course_lib.blocks import Block
 from course_lib.checks.core import (HALF, Checker, backward, checker, gradients_flow, matches,
                                     name_the_mistake, seed, tensor_result, tensors_close)
+from course_lib.checks.domain import each
 from course_lib.costs import approx_params, count_params, param_breakdown
 from course_lib.model import ModelConfig
 
@@ -121,15 +121,14 @@ def _block_variants(x, block):
 
 _BLOCK_HINTS = {
     "no attention residual": "the first residual is missing: the attention's output must be "
-                             "added to the stream, x = x + block.attn(block.norm1(x)), not "
-                             "replace it",
-    "no MLP residual": "the second residual is missing: return the stream plus the MLP's "
-                       "output, x + block.mlp(block.norm2(x)), not the MLP's output alone",
+                             "added to the stream it read, not replace it",
+    "no MLP residual": "the second residual is missing: return the stream plus what the MLP "
+                       "wrote, not the MLP's output alone",
     "no residuals": "both residuals are missing: each sublayer's output must be added to the "
                     "stream (x = x + ...), not replace it",
     "post-norm": "this is post-norm, norm(x + sublayer(x)); the block is pre-norm: each "
-                 "sublayer reads a normalised copy, x + block.attn(block.norm1(x)), and the "
-                 "stream itself is never normalised",
+                 "sublayer reads a normalised copy of the stream and adds its output to the "
+                 "stream itself, which is never normalised",
     "norm1 twice": "you used block.norm1 twice: the MLP has its own LayerNorm, block.norm2, "
                    "with its own weights",
     "norms swapped": "the norms are swapped: block.norm1 goes before the attention, "
@@ -137,9 +136,9 @@ _BLOCK_HINTS = {
     "MLP reads the input": "the MLP must read the stream after the attention has written to "
                            "it (x = x + attn(...) first), not the block's input",
     "adds to the normed stream": "add each sublayer's output to the stream x itself, not to "
-                                 "its normalised copy: x + block.attn(block.norm1(x))",
-    "no norms": "normalise what each sublayer reads: block.attn(block.norm1(x)) and "
-                "block.mlp(block.norm2(x))",
+                                 "its normalised copy",
+    "no norms": "normalise what each sublayer reads: the attention reads the stream through "
+                "block.norm1, the MLP through block.norm2",
     "only the writes": "return the stream, x plus both writes, not only what the sublayers "
                        "wrote",
 }
@@ -161,35 +160,61 @@ def check_block_forward(fn):
     __tracebackhide__ = True
     c = Checker("block_forward", fn)
     for B, T, C, H, n in ((2, 5, 8, 2, 0), (3, 4, 12, 3, 1)):
-        block = _test_block(C, H, seed(n))
-        gen = torch.Generator().manual_seed(seed(100 + n))
-        x = torch.randn(B, T, C, generator=gen, dtype=torch.float64) * 2 + 0.5
-        case = (f"x of shape (B, T, C) = ({B}, {T}, {C}), a Block({C}, n_heads={H}) with random "
-                f"weights, biases and LayerNorm weights")
-        with torch.no_grad():
-            variants = {k: v.numpy() for k, v in _block_variants(x, block).items()}
-            got, seen = observed_call(c, x, block, case=case, crash_hint=_AXIS_HINT,
-                                      watch=_THE_BLOCK,
-                                      none_hint="end with `return x`, the stream after both "
-                                                "sublayers")
-        if seen["called"]:
-            c.fail(f"your function calls the block itself ({', '.join(seen['called'])})",
-                   case=case, hint=_CALLED_BLOCK)
-        c.ok()
-        got = tensor_as_array(c, got, "the result", case,
-                              hint="return the stream x, a tensor of shape (B, T, C)")
-        want = variants["right"]
-        c.shape(got, want.shape, "the result", case, hint=_AXIS_HINT)
-        c.finite(got, "the result", case, hint="use the block's own parts on x; nothing here "
-                                               "should overflow")
-        if not matches(got, want):
-            hint = next((h for name, h in _BLOCK_HINTS.items() if matches(got, variants[name])),
-                        "x = x + block.attn(block.norm1(x)), then x = x + block.mlp(block.norm2(x))")
-            c.fail("the block's output is not right", case=case, expected=want[0, 0],
-                   got=got[0, 0], hint=hint + " (shown: batch 0, position 0)")
-        c.ok()
-        _check_gradients(c, fn, x, block, case)
+        _block_one(c, _block_input(B, T, C, H, seed(n), seed(100 + n)), _block_case(B, T, C, H))
+    # any batch, length, width and number of heads, inputs of any spread and mean
+    each(c, _draw_block, _block_one, n=8, stream=40)
     c.done()
+
+
+def _block_input(B, T, C, H, block_seed, x_seed, scale=2.0, offset=0.5):
+    block = _test_block(C, H, block_seed)
+    gen = torch.Generator().manual_seed(x_seed)
+    return block, torch.randn(B, T, C, generator=gen, dtype=torch.float64) * scale + offset
+
+
+def _block_case(B, T, C, H, scale=2.0, offset=0.5):
+    return (f"x of shape (B, T, C) = ({B}, {T}, {C}), spread {scale:g} about {offset:g}, a "
+            f"Block({C}, n_heads={H}) with random weights, biases and LayerNorm weights")
+
+
+def _draw_block(d):
+    B, T, H, D = d.integer(1, 3), d.length(small=12, tables=(128,), p_long=0.15), d.integer(
+        1, 4), d.integer(1, 8)
+    scale, offset = d.choice((2.0, 0.1, 30.0)), d.choice((0.5, 0.0, -20.0))
+    return (_block_input(B, T, H * D, H, d.seed(), d.seed(), scale, offset),
+            _block_case(B, T, H * D, H, scale, offset))
+
+
+def _block_one(c, args, case):
+    """Check block_forward on one (block, x), gradients included."""
+    __tracebackhide__ = True
+    block, x = args
+    fn = c.fn
+    with torch.no_grad():
+        variants = {k: v.numpy() for k, v in _block_variants(x, block).items()}
+        got, seen = observed_call(c, x, block, case=case, crash_hint=_AXIS_HINT,
+                                  watch=_THE_BLOCK,
+                                  none_hint="end with `return x`, the stream after both "
+                                            "sublayers")
+    if seen["called"]:
+        c.fail(f"your function calls the block itself ({', '.join(seen['called'])})",
+               case=case, hint=_CALLED_BLOCK)
+    c.ok()
+    got = tensor_as_array(c, got, "the result", case,
+                          hint="return the stream x, a tensor of shape (B, T, C)")
+    want = variants["right"]
+    c.shape(got, want.shape, "the result", case, hint=_AXIS_HINT)
+    c.finite(got, "the result", case, hint="use the block's own parts on x; nothing here "
+                                           "should overflow")
+    if not matches(got, want):
+        hint = next((h for name, h in _BLOCK_HINTS.items() if matches(got, variants[name])),
+                    "two residual steps: the attention reads the stream through norm1 and "
+                    "adds its output to it, then the MLP reads the updated stream through "
+                    "norm2 and adds its output")
+        c.fail("the block's output is not right", case=case, expected=want[0, 0],
+               got=got[0, 0], hint=hint + " (shown: batch 0, position 0)")
+    c.ok()
+    _check_gradients(c, fn, x, block, case)
 
 
 def _check_gradients(c, fn, x, block, case):
@@ -301,7 +326,36 @@ def check_count_params(fn):
             c.fail("the count is not right", case=case, expected=exact, got=got,
                    hint=_count_hint(found))
         c.ok()
+    # any vocabulary, table of positions, width, heads and depth
+    each(c, _draw_config, _count_one, n=30, stream=41)
     c.done()
+
+
+def _config_case(config):
+    return (f"ModelConfig(vocab_size={config.vocab_size}, max_len={config.max_len}, "
+            f"d_model={config.d_model}, n_heads={config.n_heads}, n_layers={config.n_layers})")
+
+
+def _draw_config(d):
+    H = d.integer(1, 16)
+    config = ModelConfig(vocab_size=d.size(1, 200_000, small=300), max_len=d.size(1, 131_072, small=64),
+                         d_model=H * d.size(1, 256, small=16), n_heads=H,
+                         n_layers=d.size(1, 96, small=6))
+    return config, _config_case(config)
+
+
+def _count_one(c, config, case):
+    """Check count_params on one config."""
+    __tracebackhide__ = True
+    got = c.call(config, case=case, none_hint="end with `return total`, the count as an int")
+    python_int(c, got, case, "the count",
+               hint="a count of parameters is a whole number: use // rather than /, and "
+                    "return int(total)")
+    exact, mistakes = _count_mistakes(config)
+    if got != exact:
+        c.fail("the count is not right", case=case, expected=exact, got=got,
+               hint=_count_hint([(case, got, exact, mistakes)]))
+    c.ok()
 
 
 def _count_hint(found):
@@ -413,7 +467,6 @@ def check_layer_norm(fn):
     """Check layer_norm(x, weight, bias, eps=1e-5): LayerNorm over the last axis, by hand."""
     __tracebackhide__ = True
     c = Checker("layer_norm", fn)
-    formula = "(x - mean) / sqrt(var + eps) * weight + bias, mean and var over the last axis"
     gen = torch.Generator().manual_seed(seed(4))
     cases = [  # shape, dtype, scale, offset, eps, atol (None: the dtype's own)
         ((2, 3, 6), torch.float32, 0.3, -0.2, 0.5, None),   # a large eps against a small spread
@@ -427,50 +480,10 @@ def check_layer_norm(fn):
         ((2, 8), torch.float16, 300.0, 0.0, None, None),    # the squares overflow float16
     ]
     for shape, dtype, scale, offset, eps, atol in cases:
-        x = ((torch.randn(*shape, generator=gen, dtype=torch.float64) * scale + offset)).to(dtype)
-        w = (1 + 0.5 * torch.randn(shape[-1], generator=gen, dtype=torch.float64)).to(dtype)
-        b = (0.5 * torch.randn(shape[-1], generator=gen, dtype=torch.float64)).to(dtype)
-        kwargs = {} if eps is None else {"eps": eps}
-        case = (f"layer_norm(x, weight, bias{'' if eps is None else f', eps={eps}'}), x of shape "
-                f"{shape} in {str(dtype).replace('torch.', '')}, mean about {offset:g}, spread "
-                f"about {scale}")
-        out = c.call(x, w, b, case=case, **kwargs,
-                     crash_hint="take the mean and variance over the last axis with "
-                                "keepdim=True, so the (..., 1) results broadcast against x "
-                                "(..., C); weight and bias are (C,)",
-                     none_hint="end with `return` and the normalised tensor")
-        got = tensor_result(c, out, x, shape, case, "the normalised tensor",
-                      "in float16, (x - mean) ** 2 overflows past 65504: compute in float32 "
-                      "(x.float()), then convert the result back with .to(x.dtype)")
-        e = 1e-5 if eps is None else eps
-        want = _layer_norm(x.double(), w.double(), b.double(), e)
-        if dtype == torch.bfloat16 and _ln_close(got, want, dtype, atol) and _ln_in_bfloat16(
-                got, want, x, w, b, e):
-            c.fail("the result is right only to the precision of a computation in half "
-                   "precision", case=case, expected=want, got=got,
-                   hint="for float16 or bfloat16 input, compute in float32 and convert the "
-                        "result back to x's dtype once, at the end: each step rounded to half "
-                        "precision adds its own error")
-        if not _ln_close(got, want, dtype, atol):
-            mistakes = _layer_norm_mistakes(x.double(), w.double(), b.double(), e)
-            if dtype in HALF:
-                with torch.no_grad():
-                    in_half = _layer_norm(x, w, b, e).double()
-                mistakes.insert(0, (in_half, "in half precision (x - mean) ** 2 overflows or "
-                                             "rounds away: compute it in float32 (x.float()) "
-                                             "and convert the result back with .to(x.dtype)"))
-            for wrong, hint in mistakes:   # a mistake that is right here to 1e-5 names nothing
-                if tensors_close(got, wrong, dtype) and not tensors_close(wrong, want, dtype):
-                    c.fail("the result is not right", case=case, expected=want, got=got,
-                           hint=hint)
-            if dtype == torch.float64 and bool(torch.allclose(got, want, atol=1e-4, rtol=1e-4)):
-                c.fail("the result is right only to float32 precision", case=case,
-                       expected=want, got=got, hint=_FLOAT64_HINT)
-            if abs(offset) >= 100 and bool(torch.allclose(got, want, atol=0.05, rtol=0.05)):
-                c.fail("the result is nearly right, but not for x far from 0", case=case,
-                       expected=want, got=got, hint=_CANCEL_HINT)
-            name_the_mistake(c, got, want, [], dtype, formula, case)
-        c.ok()
+        _ln_one(c, _ln_input(gen, shape, dtype, scale, offset, eps, atol))
+    # any leading axes and width, every dtype, spreads from 0.01 to 300 (the float16 squares
+    # overflow), means up to 1e5 times the spread in float64, and eps from 1e-5 to 0.5
+    each(c, _draw_ln, lambda c, args, case: _ln_one(c, args), n=25, stream=42)
     x = torch.randn(3, 8, generator=gen) + 0.5
     w = 1 + 0.5 * torch.randn(8, generator=gen)
     b = 0.5 * torch.randn(8, generator=gen)
@@ -478,6 +491,77 @@ def check_layer_norm(fn):
                 lambda x, w, b: _layer_norm(x, w, b, 1e-5),
                 "layer_norm(x, weight, bias) with x, weight and bias requiring gradients")
     c.done()
+
+
+_LN_FORMULA = "(x - mean) / sqrt(var + eps) * weight + bias, mean and var over the last axis"
+
+
+def _ln_input(gen, shape, dtype, scale, offset, eps, atol):
+    """(x, weight, bias, eps, atol, offset, case) for layer_norm, drawn from `gen`."""
+    x = ((torch.randn(*shape, generator=gen, dtype=torch.float64) * scale + offset)).to(dtype)
+    w = (1 + 0.5 * torch.randn(shape[-1], generator=gen, dtype=torch.float64)).to(dtype)
+    b = (0.5 * torch.randn(shape[-1], generator=gen, dtype=torch.float64)).to(dtype)
+    case = (f"layer_norm(x, weight, bias{'' if eps is None else f', eps={eps}'}), x of shape "
+            f"{tuple(shape)} in {str(dtype).replace('torch.', '')}, mean about {offset:g}, spread "
+            f"about {scale}")
+    return x, w, b, eps, atol, offset, case
+
+
+def _draw_ln(d):
+    shape = tuple(d.integer(1, 4) for _ in range(d.integer(0, 2))) + (d.size(2, 256, small=16),)
+    dtype = d.choice((torch.float32, torch.float64, torch.bfloat16, torch.float16))
+    scale = d.choice({torch.float16: (1.0, 0.3, 300.0)}.get(dtype, (1.0, 0.01, 3.0, 300.0)))
+    offset = d.choice((0.0, scale, -3 * scale) + ((100 * scale, 1e5 * scale)
+                                                  if dtype == torch.float64 else ()))
+    eps = d.choice((None, 1e-3, 0.5))
+    gen = torch.Generator().manual_seed(d.seed())
+    args = _ln_input(gen, shape, dtype, scale, offset, eps, None)
+    return args, args[-1]
+
+
+def _ln_one(c, args):
+    """Check layer_norm on one input."""
+    __tracebackhide__ = True
+    x, w, b, eps, atol, offset, case = args
+    shape, dtype, formula = tuple(x.shape), x.dtype, _LN_FORMULA
+    kwargs = {} if eps is None else {"eps": eps}
+    out = c.call(x, w, b, case=case, **kwargs,
+                 crash_hint="take the mean and variance over the last axis with "
+                            "keepdim=True, so the (..., 1) results broadcast against x "
+                            "(..., C); weight and bias are (C,)",
+                 none_hint="end with `return` and the normalised tensor")
+    got = tensor_result(c, out, x, shape, case, "the normalised tensor",
+                  "in float16, (x - mean) ** 2 overflows past 65504: compute in float32 "
+                  "(x.float()), then convert the result back with .to(x.dtype)")
+    e = 1e-5 if eps is None else eps
+    want = _layer_norm(x.double(), w.double(), b.double(), e)
+    if dtype == torch.bfloat16 and _ln_close(got, want, dtype, atol) and _ln_in_bfloat16(
+            got, want, x, w, b, e):
+        c.fail("the result is right only to the precision of a computation in half "
+               "precision", case=case, expected=want, got=got,
+               hint="for float16 or bfloat16 input, compute in float32 and convert the "
+                    "result back to x's dtype once, at the end: each step rounded to half "
+                    "precision adds its own error")
+    if not _ln_close(got, want, dtype, atol):
+        mistakes = _layer_norm_mistakes(x.double(), w.double(), b.double(), e)
+        if dtype in HALF:
+            with torch.no_grad():
+                in_half = _layer_norm(x, w, b, e).double()
+            mistakes.insert(0, (in_half, "in half precision (x - mean) ** 2 overflows or "
+                                         "rounds away: compute it in float32 (x.float()) "
+                                         "and convert the result back with .to(x.dtype)"))
+        for wrong, hint in mistakes:   # a mistake that is right here to 1e-5 names nothing
+            if tensors_close(got, wrong, dtype) and not tensors_close(wrong, want, dtype):
+                c.fail("the result is not right", case=case, expected=want, got=got,
+                       hint=hint)
+        if dtype == torch.float64 and bool(torch.allclose(got, want, atol=1e-4, rtol=1e-4)):
+            c.fail("the result is right only to float32 precision", case=case,
+                   expected=want, got=got, hint=_FLOAT64_HINT)
+        if abs(offset) >= 100 and bool(torch.allclose(got, want, atol=0.05, rtol=0.05)):
+            c.fail("the result is nearly right, but not for x far from 0", case=case,
+                   expected=want, got=got, hint=_CANCEL_HINT)
+        name_the_mistake(c, got, want, [], dtype, formula, case)
+    c.ok()
 
 
 # Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of

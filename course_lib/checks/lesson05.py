@@ -4,6 +4,7 @@ import torch
 
 from course_lib import positions as ref
 from course_lib.checks.core import Checker, seed
+from course_lib.checks.domain import each
 from course_lib.checks.lesson04 import observed_call, own_messages, tensor_as_array
 
 
@@ -78,31 +79,50 @@ def check_sinusoidal_positions(fn):
     __tracebackhide__ = True
     c = Checker("sinusoidal_positions", fn)
     _own_answer(c, (3, 4), {}, ref.sinusoidal_positions, "sinusoidal_positions(T=3, d_model=4)")
-    formula = ("PE[pos, 2i] = sin(pos / 10000^(2i/d_model)) and "
-               "PE[pos, 2i + 1] = cos(pos / 10000^(2i/d_model)), for i = 0 .. d_model/2 - 1")
     for T, d in ((5, 6), (12, 4), (3, 16), (50, 10)):
-        case = f"sinusoidal_positions(T={T}, d_model={d})"
-        out = c.call(T, d, case=case)
-        if isinstance(out, torch.Tensor) and not out.dtype.is_floating_point:
-            c.fail("the table is not a float tensor", case=case, expected="torch.float32",
-                   got=str(out.dtype),
-                   hint="build the table with torch.zeros(T, d_model) (float32 by default): "
-                        "an integer tensor rounds every sine and cosine to -1, 0 or 1")
-        got = tensor_as_array(c, out, "the table", case,
-                              hint="return a float tensor, e.g. built with torch.zeros(T, d_model)")
-        c.shape(got, (T, d), "the table", case,
-                hint="one row per position (T rows), one column per dimension (d_model columns)")
-        c.finite(got, "the table", case, hint=formula)
-        want = ref.sinusoidal_positions(T, d).double().numpy()
-        if not _close(got, want, atol=1e-5):
-            hint = sinusoidal_hint(T, d, got)
-            if hint is None and not _close(got[0], want[0], atol=1e-5):
-                hint = ("at position 0 every angle is 0, so row 0 must be sin 0, cos 0, ... = "
-                        "[0, 1, 0, 1, ...]; " + formula)
-            c.fail("the table is not right", case=case, expected=want, got=got,
-                   hint=hint or formula)
-        c.ok()
+        _table_one(c, (T, d), f"sinusoidal_positions(T={T}, d_model={d})")
+    # any length (past tables of 128 to 1,024 positions) and any even width
+    each(c, _draw_table, _table_one, n=20, stream=50)
     c.done()
+
+
+_TABLE_FORMULA = ("PE[pos, 2i] = sin(pos / 10000^(2i/d_model)) and "
+                  "PE[pos, 2i + 1] = cos(pos / 10000^(2i/d_model)), for i = 0 .. d_model/2 - 1")
+
+
+def _draw_table(d):
+    T = d.length()
+    width = 2 * (d.size(1, 32, small=8) if T > 16 else d.size(1, 128, small=8))
+    return (T, width), f"sinusoidal_positions(T={T}, d_model={width})"
+
+
+def _table_one(c, args, case):
+    """Check sinusoidal_positions on one (T, d_model), against the table in float64: a float32
+    angle pos * frequency is off by up to about T * 1e-6 (the product's and the power's
+    rounding), so the tolerance grows with T."""
+    __tracebackhide__ = True
+    T, d = args
+    formula = _TABLE_FORMULA
+    out = c.call(T, d, case=case)
+    if isinstance(out, torch.Tensor) and not out.dtype.is_floating_point:
+        c.fail("the table is not a float tensor", case=case, expected="torch.float32",
+               got=str(out.dtype),
+               hint="build the table as a float tensor (torch.zeros makes float32 by "
+                    "default): an integer tensor rounds every sine and cosine to -1, 0 or 1")
+    got = tensor_as_array(c, out, "the table", case,
+                          hint="return a float torch tensor of shape (T, d_model)")
+    c.shape(got, (T, d), "the table", case,
+            hint="one row per position (T rows), one column per dimension (d_model columns)")
+    c.finite(got, "the table", case, hint=formula)
+    want = _sin_cos_table(T, d, lambda i: 2 * i / d)
+    if not _close(got, want, atol=1e-5 + 1e-6 * T):
+        hint = sinusoidal_hint(T, d, got)
+        if hint is None and not _close(got[0], want[0], atol=1e-5):
+            hint = ("at position 0 every angle is 0, so row 0 must be sin 0, cos 0, ... = "
+                    "[0, 1, 0, 1, ...]; " + formula)
+        c.fail("the table is not right", case=case, expected=want, got=got,
+               hint=hint or formula)
+    c.ok()
 
 
 def _rope(x, positions, base=10000.0, exponent=None, sign=1.0, halves=False, keep=None,
@@ -202,42 +222,70 @@ def check_apply_rope(fn):
          "x (B=2, H=3, T=5, D=6), positions [9, 10, 11, 12, 13] (a chunk after 9 cached tokens)"),
         ((2, 1, 8), [37], 10000.0, "x (B=2, T=1, D=8), positions [37] (one decode step)"),
     ]
-    rotate = ("each pair (a, b) = (x[..., 2i], x[..., 2i + 1]) becomes (a cos t - b sin t, "
-              "a sin t + b cos t) with t = positions * base^(-2i/D)")
     for shape, pos, base, case in cases:
-        x = torch.randn(*shape, generator=gen)
-        positions = torch.tensor(pos)
-        kwargs = {} if base == 10000.0 else {"base": base}
-        crash = ("slice the last axis with x[..., 0::2] and x[..., 1::2] (the ... keeps any "
-                 "leading axes), and build the angles (T, D/2) as positions[:, None] * "
-                 "freqs[None, :] so they broadcast against those (..., T, D/2) slices")
-        result = c.call(x, positions, case=case, crash_hint=crash, **kwargs)
-        got = tensor_as_array(c, result, "the result", case,
-                              hint="return a tensor of x's shape, built with torch operations")
-        c.shape(got, shape, "the result", case, hint="the result has the same shape as x")
-        c.finite(got, "the result", case, hint=rotate)
-
-        def fail(what, expected, shown, hint):
-            __tracebackhide__ = True
-            c.fail(what, case=case, expected=expected, got=shown,
-                   hint=rope_hint(x, positions, got, base) or hint)
-
-        want = ref.apply_rope(x, positions, base).double().numpy()
-        if 0 in pos:
-            zero = pos.index(0)
-            if not _close(got[..., zero, :], x.numpy()[..., zero, :], atol=1e-5):
-                fail("the vector at position 0 moved", x.numpy()[..., zero, :],
-                     got[..., zero, :],
-                     "at position 0 every angle is 0 and the rotation is the identity")
-            c.ok()
-        if not _close(np.linalg.norm(got, axis=-1), np.linalg.norm(x.numpy(), axis=-1), atol=1e-4):
-            fail("the vectors changed length", np.linalg.norm(x.numpy(), axis=-1),
-                 np.linalg.norm(got, axis=-1), "a rotation keeps every vector's length; " + rotate)
-        c.ok()
-        if not _close(got, want, atol=1e-5):
-            fail("the result is not right", want, got, rotate)
-        c.ok()
+        _rope_one(c, (torch.randn(*shape, generator=gen), torch.tensor(pos), base), case)
+    # any leading axes, length, even width and base, positions in any order up to 8,192
+    each(c, _draw_rope, _rope_one, n=20, stream=51)
     c.done()
+
+
+_ROTATE = ("each pair (a, b) = (x[..., 2i], x[..., 2i + 1]) becomes (a cos t - b sin t, "
+           "a sin t + b cos t) with t = positions * base^(-2i/D)")
+
+
+def _draw_rope(d):
+    lead = tuple(d.integer(1, 3) for _ in range(d.integer(0, 2)))
+    T, D = d.integer(1, 24), 2 * d.integer(1, 8)
+    base = d.choice((10000.0, 100.0, 500000.0))
+    g = torch.Generator().manual_seed(d.seed())
+    x = torch.randn(*lead, T, D, generator=g)
+    far = d.choice((40, 1_000, 8_192))
+    positions = torch.randint(0, far + 1, (T,), generator=g)
+    if d.boolean(0.5):   # a run of positions, as a chunk after a cache
+        positions = torch.arange(T) + int(positions[0])
+    return (x, positions, base), (f"a random x of shape {tuple(x.shape)}, positions "
+                                  f"{positions.tolist()}" + (f", base={base:g}" if base != 10000
+                                                             else ""))
+
+
+def _rope_one(c, args, case):
+    """Check apply_rope on one (x, positions, base). The angles are float32: at position p
+    their rounding moves the result by up to about p * 1e-6, so the tolerance grows with p."""
+    __tracebackhide__ = True
+    x, positions, base = args
+    shape, pos = tuple(x.shape), positions.tolist()
+    rotate = _ROTATE
+    kwargs = {} if base == 10000.0 else {"base": base}
+    tol = 1e-5 + 2e-6 * max(pos) * float(x.abs().max())
+    crash = ("slice the last axis with x[..., 0::2] and x[..., 1::2] (the ... keeps any "
+             "leading axes), and build the angles (T, D/2) as positions[:, None] * "
+             "freqs[None, :] so they broadcast against those (..., T, D/2) slices")
+    result = c.call(x, positions, case=case, crash_hint=crash, **kwargs)
+    got = tensor_as_array(c, result, "the result", case,
+                          hint="return a tensor of x's shape, built with torch operations")
+    c.shape(got, shape, "the result", case, hint="the result has the same shape as x")
+    c.finite(got, "the result", case, hint=rotate)
+
+    def fail(what, expected, shown, hint):
+        __tracebackhide__ = True
+        c.fail(what, case=case, expected=expected, got=shown,
+               hint=rope_hint(x, positions, got, base) or hint)
+
+    want = _rope(x.double(), positions, base)
+    if 0 in pos:
+        zero = pos.index(0)
+        if not _close(got[..., zero, :], x.numpy()[..., zero, :], atol=1e-5):
+            fail("the vector at position 0 moved", x.numpy()[..., zero, :],
+                 got[..., zero, :],
+                 "at position 0 every angle is 0 and the rotation is the identity")
+        c.ok()
+    if not _close(np.linalg.norm(got, axis=-1), np.linalg.norm(x.numpy(), axis=-1), atol=1e-4):
+        fail("the vectors changed length", np.linalg.norm(x.numpy(), axis=-1),
+             np.linalg.norm(got, axis=-1), "a rotation keeps every vector's length; " + rotate)
+    c.ok()
+    if not _close(got, want, atol=tol):
+        fail("the result is not right", want, got, rotate)
+    c.ok()
 
 
 def _scores_by_distance(q, k, distances, base=10000.0, exponent=None, sign=1.0, halves=False,
@@ -264,8 +312,6 @@ def check_rope_scores(fn):
     __tracebackhide__ = True
     c = Checker("rope_scores", fn)
     gen = torch.Generator().manual_seed(seed(7))
-    formula = ("per pair i (a = 2i, b = 2i + 1) with t = distance * base^(-2i/D): "
-               "(q_a k_a + q_b k_b) cos t + (q_b k_a - q_a k_b) sin t, summed over the pairs")
     cases = [
         (6, [0, 1, 3, 10, 2], 10000.0, torch.float32),
         (8, [5, -5, 0, 17, -40, 100], 10000.0, torch.float64),
@@ -276,70 +322,98 @@ def check_rope_scores(fn):
     for D, dist, base, dtype in cases:
         q = torch.randn(D, generator=gen, dtype=dtype)
         k = torch.randn(D, generator=gen, dtype=dtype)
-        distances = torch.tensor(dist)
-        kwargs = {} if base == 10000.0 else {"base": base}
-        case = (f"q, k of shape ({D},) {str(dtype).replace('torch.', '')}, distances {dist}"
-                + (f", base={base}" if kwargs else ""))
-        out = c.call(q, k, distances, case=case, **kwargs,
-                     crash_hint="q[0::2], q[1::2] are the pairs' a and b, each (D/2,); the angles "
-                                "distances[:, None] * freqs are (N, D/2) and broadcast against "
-                                "them; sum over the last axis")
-        if not isinstance(out, torch.Tensor):
-            c.fail("expected a torch tensor", case=case, got=type(out).__name__,
-                   hint="return a tensor of shape (N,), one score per distance")
-        N = len(dist)
-        if tuple(out.shape) == (N, D // 2):
-            c.fail("the result has one number per pair", case=case, expected=(N,),
-                   got=tuple(out.shape), hint="sum the pairs' terms over the last axis")
-        c.shape(out, (N,), "the result", case, hint="one score per distance: shape (N,)")
-        if out.dtype != dtype:
-            c.fail("the result has the wrong dtype", case=case, expected=str(dtype),
-                   got=str(out.dtype),
-                   hint="compute in q's dtype: build the frequencies with dtype=q.dtype (or "
-                        "convert the result with .to(q.dtype))")
-        c.ok()
-        got = out.detach().double().numpy()
-        c.finite(got, "the result", case, hint=formula)
-        want = _scores_by_distance(q, k, dist, base)
-        zero = [j for j, d in enumerate(dist) if d == 0]
-        plain = float(q.double() @ k.double())
-        if zero and not np.isclose(got[zero[0]], plain, atol=1e-4, rtol=1e-4):
-            c.fail("the score at distance 0 is not q . k", case=case, expected=plain,
-                   got=got[zero[0]],
-                   hint="at distance 0 both vectors turn by the same angle and the rotations "
-                        "cancel, so the score is the plain dot product q . k")
-        c.ok()
-        tol = 1e-9 if dtype == torch.float64 else 1e-4      # float64 to float64 precision
-        if not _close(got, want, atol=tol, rtol=tol):
-            if dtype == torch.float64 and _close(got, want, atol=1e-4):
-                c.fail("the scores are right only to float32 precision", case=case,
-                       expected=want, got=got,
-                       hint="q and k are float64 and are checked to float64 precision: build "
-                            "the frequencies in q's dtype rather than torch's default float32, "
-                            "and stay in it")
-            mistakes = [
-                (_scores_by_distance(q, k, dist, base, sign=-1.0),
-                 "these are the scores at -distance: the key sits `distance` positions AFTER the "
-                 "query, so the pair's angle is t = +distance * base^(-2i/D) in "
-                 "(q_a k_a + q_b k_b) cos t + (q_b k_a - q_a k_b) sin t; check the sign of the "
-                 "sin term"),
-                (_scores_by_distance(q, k, dist, base, cross=False),
-                 "a rotation mixes the two numbers of a pair: the term "
-                 "(q_b k_a - q_a k_b) sin t is missing"),
-                (_scores_by_distance(q, k, dist, base, halves=True),
-                 "this lesson pairs dimension 2i with 2i + 1 (a = q[0::2], b = q[1::2]); you "
-                 "paired the halves (i, i + D/2)"),
-                (_scores_by_distance(q, k, dist, base, exponent=lambda i, D: -i / D),
-                 "the angle of pair i is distance * base^(-2i/D), where i counts the pairs; you "
-                 "used base^(-i/D)"),
-                (_scores_by_distance(q, k, dist, 10000.0) if kwargs else None,
-                 f"use the `base` argument (here {base}) instead of a fixed 10000"),
-            ]
-            hint = next((h for wrong, h in mistakes if wrong is not None and _close(got, wrong)),
-                        formula)
-            c.fail("the scores are not right", case=case, expected=want, got=got, hint=hint)
-        c.ok()
+        _scores_one(c, (q, k, torch.tensor(dist), base), _scores_case(D, dist, base, dtype))
+    # any even width, base and number of distances; distances of either sign, up to 100,000 in
+    # float64 (float32 angles that large lose the digits a score needs)
+    each(c, _draw_scores, _scores_one, n=20, stream=52)
     c.done()
+
+
+_SCORE_FORMULA = ("per pair i (a = 2i, b = 2i + 1) with t = distance * base^(-2i/D): "
+                  "(q_a k_a + q_b k_b) cos t + (q_b k_a - q_a k_b) sin t, summed over the pairs")
+
+
+def _scores_case(D, dist, base, dtype):
+    return (f"q, k of shape ({D},) {str(dtype).replace('torch.', '')}, distances {dist}"
+            + (f", base={base}" if base != 10000.0 else ""))
+
+
+def _draw_scores(d):
+    D, N = 2 * d.integer(1, 16), d.integer(1, 12)
+    dtype = d.choice((torch.float64, torch.float32))
+    base = d.choice((10000.0, 100.0, 500000.0))
+    far = d.choice((50, 200) if dtype == torch.float32 else (50, 8_192, 100_000))
+    g = torch.Generator().manual_seed(d.seed())
+    q, k = (torch.randn(D, generator=g, dtype=dtype) for _ in range(2))
+    dist = torch.randint(-far, far + 1, (N,), generator=g).tolist()
+    return (q, k, torch.tensor(dist), base), _scores_case(D, dist, base, dtype)
+
+
+def _scores_one(c, args, case):
+    """Check rope_scores on one (q, k, distances, base)."""
+    __tracebackhide__ = True
+    q, k, distances, base = args
+    D, dist, dtype, formula = q.shape[0], distances.tolist(), q.dtype, _SCORE_FORMULA
+    kwargs = {} if base == 10000.0 else {"base": base}
+    out = c.call(q, k, distances, case=case, **kwargs,
+                 crash_hint="q[0::2], q[1::2] are the pairs' a and b, each (D/2,); the angles "
+                            "distances[:, None] * freqs are (N, D/2) and broadcast against "
+                            "them; sum over the last axis")
+    if not isinstance(out, torch.Tensor):
+        c.fail("expected a torch tensor", case=case, got=type(out).__name__,
+               hint="return a tensor of shape (N,), one score per distance")
+    N = len(dist)
+    if tuple(out.shape) == (N, D // 2):
+        c.fail("the result has one number per pair", case=case, expected=(N,),
+               got=tuple(out.shape), hint="sum the pairs' terms over the last axis")
+    c.shape(out, (N,), "the result", case, hint="one score per distance: shape (N,)")
+    if out.dtype != dtype:
+        c.fail("the result has the wrong dtype", case=case, expected=str(dtype),
+               got=str(out.dtype),
+               hint="compute in q's dtype: build the frequencies with dtype=q.dtype (or "
+                    "convert the result with .to(q.dtype))")
+    c.ok()
+    got = out.detach().double().numpy()
+    c.finite(got, "the result", case, hint=formula)
+    want = _scores_by_distance(q, k, dist, base)
+    zero = [j for j, d in enumerate(dist) if d == 0]
+    plain = float(q.double() @ k.double())
+    if zero and not np.isclose(got[zero[0]], plain, atol=1e-4, rtol=1e-4):
+        c.fail("the score at distance 0 is not q . k", case=case, expected=plain,
+               got=got[zero[0]],
+               hint="at distance 0 both vectors turn by the same angle and the rotations "
+                    "cancel, so the score is the plain dot product q . k")
+    c.ok()
+    tol = 1e-9 if dtype == torch.float64 else 1e-4      # float64 to float64 precision
+    if not _close(got, want, atol=tol, rtol=tol):
+        if dtype == torch.float64 and _close(got, want, atol=1e-4):
+            c.fail("the scores are right only to float32 precision", case=case,
+                   expected=want, got=got,
+                   hint="q and k are float64 and are checked to float64 precision: build "
+                        "the frequencies in q's dtype rather than torch's default float32, "
+                        "and stay in it")
+        mistakes = [
+            (_scores_by_distance(q, k, dist, base, sign=-1.0),
+             "these are the scores at -distance: the key sits `distance` positions AFTER the "
+             "query, so the pair's angle is t = +distance * base^(-2i/D) in "
+             "(q_a k_a + q_b k_b) cos t + (q_b k_a - q_a k_b) sin t; check the sign of the "
+             "sin term"),
+            (_scores_by_distance(q, k, dist, base, cross=False),
+             "a rotation mixes the two numbers of a pair: the term "
+             "(q_b k_a - q_a k_b) sin t is missing"),
+            (_scores_by_distance(q, k, dist, base, halves=True),
+             "this lesson pairs dimension 2i with 2i + 1 (a = q[0::2], b = q[1::2]); you "
+             "paired the halves (i, i + D/2)"),
+            (_scores_by_distance(q, k, dist, base, exponent=lambda i, D: -i / D),
+             "the angle of pair i is distance * base^(-2i/D), where i counts the pairs; you "
+             "used base^(-i/D)"),
+            (_scores_by_distance(q, k, dist, 10000.0) if kwargs else None,
+             f"use the `base` argument (here {base}) instead of a fixed 10000"),
+        ]
+        hint = next((h for wrong, h in mistakes if wrong is not None and _close(got, wrong)),
+                    formula)
+        c.fail("the scores are not right", case=case, expected=want, got=got, hint=hint)
+    c.ok()
 
 
 # Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of

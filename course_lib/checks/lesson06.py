@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from course_lib.checks.core import Checker, backward, learner_side, seed
+from course_lib.checks.domain import each
 from course_lib.checks.lesson04 import own_messages
 from course_lib.data import get_batch
 from course_lib.model import ModelConfig, TinyLM
@@ -111,11 +112,13 @@ def _same(a, b, exact=False):
     return all(x.shape == y.shape and torch.allclose(x, y, atol=1e-9, rtol=1e-6) for x, y in zip(a, b))
 
 
-def _setup(n, B, T, V):
-    """A float64 TinyLM with weights larger than the default, and three (B, T + 1) batches."""
-    torch.manual_seed(seed(n))
-    model = TinyLM(ModelConfig(vocab_size=V, max_len=T + 2, d_model=12, n_heads=2, n_layers=1)).double()
-    gen = torch.Generator().manual_seed(seed(100 + n))
+def _setup(n, B, T, V, C=12, L=1, seeded=False):
+    """A float64 TinyLM with weights larger than the default, and three (B, T + 1) batches,
+    drawn from seed(n) (from n itself when `seeded`)."""
+    torch.manual_seed(n if seeded else seed(n))
+    model = TinyLM(ModelConfig(vocab_size=V, max_len=T + 2, d_model=C, n_heads=2,
+                               n_layers=L)).double()
+    gen = torch.Generator().manual_seed(n + 100 if seeded else seed(100 + n))
     with torch.no_grad():  # larger weights than the default init, so every mistake moves the loss
         for p in model.parameters():
             p.add_(0.3 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
@@ -123,9 +126,9 @@ def _setup(n, B, T, V):
     return model, batches
 
 
-def _stale_gradients(model, n):
+def _stale_gradients(model, n, seeded=False):
     """Leave gradients in .grad, as an earlier backward() would: a step must clear them first."""
-    gen = torch.Generator().manual_seed(seed(200 + n))
+    gen = torch.Generator().manual_seed(n + 200 if seeded else seed(200 + n))
     for p in model.parameters():
         p.grad = torch.randn(p.shape, generator=gen, dtype=p.dtype)
 
@@ -141,46 +144,69 @@ def check_train_step(fn):
          lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1)),
     )
     for n, B, T, V, opt_name, make_opt in cases:
-        model, batches = _setup(n, B, T, V)
-        ref_model = copy.deepcopy(model)
-        ref_opt = make_opt(ref_model.parameters())
-        opt = make_opt(model.parameters())
-        wrong = {order: copy.deepcopy(model) for order in (("backward", "step"),)}
-        wrong_opts = {k: make_opt(m.parameters()) for k, m in wrong.items()}
-        for m in (model, ref_model, *wrong.values()):
-            _stale_gradients(m, n)
-        for k, batch in enumerate(batches, start=1):
-            case = (f"a TinyLM(vocab_size={V}, d_model=12, n_layers=1) in float64, opt = "
-                    f"{opt_name}, batch of shape (B, T + 1) = {tuple(batch.shape)}, "
-                    f"call {k} of {len(batches)} on the same model and optimizer, which "
-                    f"arrived with old gradients in .grad")
-            before = _params(model)
-            with torch.no_grad():
-                variants = {name: _loss(model, batch, name).item() for name in _LOSS_VARIANTS}
-            want_loss = reference_step(ref_model, ref_opt, batch.clone())
-            for order, m in wrong.items():
-                _step(m, wrong_opts[order], batch, order)
-            model.train()
-            got, seen = call_inside(c, model, opt, batch, own=_OWN_STEP,
-                                    case=case, crash_hint=_CRASH_HINT,
-                                    none_hint="end with `return loss.item()`: the loss of this "
-                                              "batch as a Python float")
-            state = _model_state(model)   # as the call left it (the grader's copy comes back so)
-            after = _take_state(c, model, state, before, case)
-            _no_own_answer(c, seen["own"], "the step", case)
-            _check_loss(c, got, want_loss, variants, case)
-            if state["training"] is not True:
-                c.fail("your function left the model in eval mode", case=case,
-                       hint="a training step trains: leave the model in train mode (if you "
-                            "call model.eval() to look at something, call model.train() after)")
-            c.ok()
-            if not _same(after, _params(ref_model)):
-                c.fail("the parameters after the step are not right", case=case,
-                       expected=_params(ref_model)[0][0, :4], got=after[0][0, :4],
-                       hint=_param_hint(state["gradients_gone"], before, after, wrong, k)
-                       + " (shown: the first 4 numbers of the token embedding's first row)")
-            c.ok()
+        _train_one(c, (n, B, T, V, 12, 1, opt_name, make_opt, False), None)
+    # any batch, length, vocabulary, width and depth, with SGD, Adam or AdamW
+    each(c, _draw_training, _train_one, n=3, stream=63)
     c.done()
+
+
+_OPTIMIZERS = (("SGD(lr=0.5)", lambda ps: torch.optim.SGD(ps, lr=0.5)),
+               ("AdamW(lr=0.01, weight_decay=0.1)",
+                lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1)),
+               ("SGD(lr=0.1, momentum=0.9)", lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9)),
+               ("Adam(lr=0.003)", lambda ps: torch.optim.Adam(ps, lr=0.003)))
+
+
+def _draw_training(d):
+    B, T, V = d.integer(1, 4), d.size(1, 40, small=6), d.size(2, 300, small=16)
+    C, L = 2 * d.integer(2, 8), d.integer(1, 2)
+    opt_name, make_opt = d.choice(_OPTIMIZERS)
+    return (d.seed(), B, T, V, C, L, opt_name, make_opt, True), None
+
+
+def _train_one(c, args, _):
+    """Check train_step on three batches in a row, on one model and optimizer."""
+    __tracebackhide__ = True
+    n, B, T, V, C, L, opt_name, make_opt, seeded = args
+    model, batches = _setup(n, B, T, V, C, L, seeded)
+    ref_model = copy.deepcopy(model)
+    ref_opt = make_opt(ref_model.parameters())
+    opt = make_opt(model.parameters())
+    wrong = {order: copy.deepcopy(model) for order in (("backward", "step"),)}
+    wrong_opts = {k: make_opt(m.parameters()) for k, m in wrong.items()}
+    for m in (model, ref_model, *wrong.values()):
+        _stale_gradients(m, n, seeded)
+    for k, batch in enumerate(batches, start=1):
+        case = (f"a TinyLM(vocab_size={V}, d_model={C}, n_layers={L}) in float64, opt = "
+                f"{opt_name}, batch of shape (B, T + 1) = {tuple(batch.shape)}, "
+                f"call {k} of {len(batches)} on the same model and optimizer, which "
+                f"arrived with old gradients in .grad")
+        before = _params(model)
+        with torch.no_grad():
+            variants = {name: _loss(model, batch, name).item() for name in _LOSS_VARIANTS}
+        want_loss = reference_step(ref_model, ref_opt, batch.clone())
+        for order, m in wrong.items():
+            _step(m, wrong_opts[order], batch, order)
+        model.train()
+        got, seen = call_inside(c, model, opt, batch, own=_OWN_STEP,
+                                case=case, crash_hint=_CRASH_HINT,
+                                none_hint="end with a `return` of the loss of this batch as "
+                                          "a Python float (the tensor's .item())")
+        state = _model_state(model)   # as the call left it (the grader's copy comes back so)
+        after = _take_state(c, model, state, before, case)
+        _no_own_answer(c, seen["own"], "the step", case)
+        _check_loss(c, got, want_loss, variants, case)
+        if state["training"] is not True:
+            c.fail("your function left the model in eval mode", case=case,
+                   hint="a training step trains: leave the model in train mode (if you "
+                        "call model.eval() to look at something, call model.train() after)")
+        c.ok()
+        if not _same(after, _params(ref_model)):
+            c.fail("the parameters after the step are not right", case=case,
+                   expected=_params(ref_model)[0][0, :4], got=after[0][0, :4],
+                   hint=_param_hint(state["gradients_gone"], before, after, wrong, k)
+                   + " (shown: the first 4 numbers of the token embedding's first row)")
+        c.ok()
 
 
 def _model_state(model):
@@ -214,12 +240,12 @@ def _check_loss(c, got, want, variants, case):
     if isinstance(got, torch.Tensor):
         c.fail("your function returned a tensor, not a float", case=case, expected="float",
                got=f"torch.Tensor of shape {tuple(got.shape)}",
-               hint="return loss.item(): a Python float. Keeping the tensor also keeps its whole "
+               hint="return a Python float (the tensor's .item()). Keeping the tensor also keeps its whole "
                     "autograd graph alive, and a training loop that stores every loss then runs "
                     "out of memory")
     if isinstance(got, bool) or not isinstance(got, numbers.Real):
         c.fail("expected the loss as a float", case=case, got=type(got).__name__,
-               hint="return loss.item()")
+               hint="return the loss as a Python float (the tensor's .item())")
     c.ok()
     if not math.isfinite(got):
         c.fail("the loss is inf or NaN", case=case, got=got,
@@ -354,51 +380,70 @@ def check_sample_batch(fn):
     __tracebackhide__ = True
     c = Checker("sample_batch", fn)
     for k, (N, B, T) in enumerate(((30, 3, 5), (9, 1, 4), (12, 2000, 4))):
-        ids = torch.arange(_FIRST_ID, _FIRST_ID + N)
         first, second = seed(2 * k), seed(2 * k + 1)
-        case = (f"ids = torch.arange({_FIRST_ID}, {_FIRST_ID + N}) (N = {N}), batch_size={B}, "
-                f"block_size={T}, generator=torch.Generator().manual_seed({first})")
-        crash = "a window ids[s : s + block_size + 1] needs s + block_size + 1 <= len(ids); "
-        result, seen = call_inside(c, ids, B, T, torch.Generator().manual_seed(first), own=_OWN_BATCH,
-                                   case=case,
-                                   crash_hint=crash + _WINDOW_HINT,
-                                   none_hint="end with `return inputs, targets`")
-        _no_own_answer(c, seen["own"], "the sampling", case)
-        inputs, targets = _pair_of_tensors(c, result, case)
-        starts = _check_windows(c, inputs, targets, B, T, N, case)
-        if B >= 1000:  # enough windows that every start appears
-            seen, last = set(starts.tolist()), N - T - 1
-            if len(seen) == 1:
-                c.fail(f"all {B} windows start at the same place", case=case,
-                       got=starts[:8].tolist(),
-                       hint="draw one start per row, batch_size of them, not one start "
-                            "for the whole batch")
-            if last not in seen:
-                c.fail(f"the last window (start {last}, ending at the last id) never appears "
-                       f"in {B} windows", case=case, expected=list(range(last + 1)),
-                       got=sorted(seen), hint=_WINDOW_HINT)
-            if 0 not in seen or len(seen) < last + 1:
-                c.fail(f"some starts never appear in {B} windows", case=case,
-                       expected=list(range(last + 1)), got=sorted(seen),
-                       hint=_WINDOW_HINT)
-            c.ok()
-            _check_independent(c, starts, N - T, case)
-        again = c.call(ids, B, T, torch.Generator().manual_seed(first), case=case,
-                       crash_hint=crash + _WINDOW_HINT)
-        other = c.call(ids, B, T, torch.Generator().manual_seed(second),
-                       case=case.replace(f"manual_seed({first})", f"manual_seed({second})"),
-                       crash_hint=crash + _WINDOW_HINT)
-        same = all(torch.equal(a, b) for a, b in zip(result, _pair_of_tensors(c, again, case)))
-        # another seed must give other windows, where two seeds could hardly draw the same B
-        # starts by chance (fewer than one in 10^12)
-        moved = B <= 1 or not torch.equal(result[0], _pair_of_tensors(c, other, case)[0])
-        if not same or (not moved and (N - T) ** B > 10**12):
-            c.fail("the windows do not follow the generator you are given", case=case,
-                   hint="draw the starts with the generator you are given, "
-                        "torch.randint(..., generator=generator), so that a seeded generator "
-                        "gives the same batch every time")
-        c.ok()
+        _batch_one(c, (N, B, T, first, second), _batch_case(N, B, T, first))
+    # any length of text, batch and block size (past 128 to 1,024), windows up to the last id
+    each(c, _draw_batch, _batch_one, n=20, stream=62)
     c.done()
+
+
+def _batch_case(N, B, T, first):
+    return (f"ids = torch.arange({_FIRST_ID}, {_FIRST_ID + N}) (N = {N}), batch_size={B}, "
+            f"block_size={T}, generator=torch.Generator().manual_seed({first})")
+
+
+def _draw_batch(d):
+    T = d.length()
+    N = T + 1 + d.size(0, 5_000, small=4)
+    B, first, second = d.size(1, 64, small=4), d.seed(), d.seed()
+    return (N, B, T, first, second), _batch_case(N, B, T, first)
+
+
+def _batch_one(c, args, case):
+    """Check sample_batch on one (N, batch_size, block_size) with two seeds."""
+    __tracebackhide__ = True
+    N, B, T, first, second = args
+    ids = torch.arange(_FIRST_ID, _FIRST_ID + N)
+    crash = "a window ids[s : s + block_size + 1] needs s + block_size + 1 <= len(ids); "
+    result, seen = call_inside(c, ids, B, T, torch.Generator().manual_seed(first),
+                               own=_OWN_BATCH, case=case,
+                               crash_hint=crash + _WINDOW_HINT,
+                               none_hint="end with `return inputs, targets`")
+    _no_own_answer(c, seen["own"], "the sampling", case)
+    inputs, targets = _pair_of_tensors(c, result, case)
+    starts = _check_windows(c, inputs, targets, B, T, N, case)
+    if B >= 1000:  # enough windows that every start appears
+        seen, last = set(starts.tolist()), N - T - 1
+        if len(seen) == 1:
+            c.fail(f"all {B} windows start at the same place", case=case,
+                   got=starts[:8].tolist(),
+                   hint="draw one start per row, batch_size of them, not one start "
+                        "for the whole batch")
+        if last not in seen:
+            c.fail(f"the last window (start {last}, ending at the last id) never appears "
+                   f"in {B} windows", case=case, expected=list(range(last + 1)),
+                   got=sorted(seen), hint=_WINDOW_HINT)
+        if 0 not in seen or len(seen) < last + 1:
+            c.fail(f"some starts never appear in {B} windows", case=case,
+                   expected=list(range(last + 1)), got=sorted(seen),
+                   hint=_WINDOW_HINT)
+        c.ok()
+        _check_independent(c, starts, N - T, case)
+    again = c.call(ids, B, T, torch.Generator().manual_seed(first), case=case,
+                   crash_hint=crash + _WINDOW_HINT)
+    other = c.call(ids, B, T, torch.Generator().manual_seed(second),
+                   case=case.replace(f"manual_seed({first})", f"manual_seed({second})"),
+                   crash_hint=crash + _WINDOW_HINT)
+    same = all(torch.equal(a, b) for a, b in zip(result, _pair_of_tensors(c, again, case)))
+    # another seed must give other windows, where two seeds could hardly draw the same B
+    # starts by chance (fewer than one in 10^12)
+    moved = B <= 1 or not torch.equal(result[0], _pair_of_tensors(c, other, case)[0])
+    if not same or (not moved and (N - T) ** B > 10**12):
+        c.fail("the windows do not follow the generator you are given", case=case,
+               hint="draw the starts with the generator you are given, "
+                    "torch.randint(..., generator=generator), so that a seeded generator "
+                    "gives the same batch every time")
+    c.ok()
 
 
 # ---------------------------------------------------------------------------
@@ -506,56 +551,82 @@ def check_cross_entropy(fn):
     c = Checker("cross_entropy", fn)
     gen = torch.Generator().manual_seed(seed(6))
     for case, logits, targets in _ce_cases(gen):
-        V = logits.shape[-1]
-        want = F.cross_entropy(logits.double().reshape(-1, V), targets.reshape(-1))
-        got = _ce_call(c, fn, logits, targets, case=case,
-                     crash_hint="logits are (B, T, V) and targets (B, T) integers: pick each "
-                                "position's target logit with logits.gather(-1, targets[..., "
-                                "None]) or by flattening both to (B*T, V) and (B*T,)",
-                     none_hint="end with `return loss`, a tensor of shape ()")
-        if isinstance(got, numbers.Real) and not isinstance(got, bool):
-            c.fail("expected a tensor, got a Python number", case=case, got=got,
-                   hint="return the loss tensor itself, not loss.item(): training calls "
-                        "loss.backward() on it")
-        if not isinstance(got, torch.Tensor):
-            c.fail("expected a tensor", case=case, got=type(got).__name__,
-                   hint="return the loss as a torch tensor of shape ()")
-        if got.shape != ():
-            hint = ("return one number, the mean over all B*T positions (.mean() of the (B, T) "
-                    "losses)")
-            if got.shape == logits.shape[:2] or got.numel() == logits.shape[0] * logits.shape[1]:
-                hint = "you returned one loss per position: " + hint
-            c.fail("the loss is not a single number", case=case, expected="shape ()",
-                   got=f"shape {tuple(got.shape)}", hint=hint)
-        if got.dtype != logits.dtype:
-            c.fail("the loss has the wrong dtype", case=case, expected=str(logits.dtype),
-                   got=str(got.dtype),
-                   hint="compute in the logits' dtype; do not convert to another one")
-        c.ok()
-        value = got.detach().double()
-        if not bool(torch.isfinite(value)):
-            if bool(torch.isnan(value)) and "-inf" in case:
-                hint = ("0 * -inf is NaN: pick the target's log-probability with gather or "
-                        "indexing rather than multiplying the log-probabilities by a one-hot")
-            elif _overflows(c, case):
-                hint = ("exp of a large logit overflows (exp(89) is already inf in float32): "
-                        "subtract each position's maximum logit before exp, the log-sum-exp "
-                        "trick")
-            else:
-                hint = ("the target's probability underflowed to 0 and log(0) = -inf: never take "
-                        "the log of a softmax; use log p(target) = z[target] - logsumexp(z)")
-            c.fail("the loss is inf or NaN", case=case, expected=round(want.item(), 4),
-                   got=value.item(), hint=hint)
-        c.ok()
-        atol, rtol = (1e-5, 1e-5) if logits.dtype == torch.float32 else (1e-9, 1e-9)
-        if not torch.isclose(value, want, atol=atol, rtol=rtol):
-            hint = next((h for h, v in _ce_variants(logits, targets).items()
-                         if torch.isclose(value, v, atol=atol, rtol=rtol)), _CE_FORMULA)
-            c.fail("the loss is not right", case=case, expected=round(want.item(), 6),
-                   got=round(value.item(), 6), hint=hint)
-        c.ok()
+        _ce_one(c, (logits, targets), case)
+    # any batch, length and vocabulary, both dtypes, logits up to +-1e4 and -inf off the targets
+    each(c, _draw_ce, _ce_one, n=25, stream=61)
     _check_ce_gradient(c, fn, gen)
     c.done()
+
+
+def _draw_ce(d):
+    B, T, V = d.integer(1, 3), d.size(1, 64, small=6), d.size(1, 300, small=8)
+    dtype, scale = d.choice((torch.float32, torch.float64)), d.choice((1.0, 10.0, 1e3, 1e4))
+    g = torch.Generator().manual_seed(d.seed())
+    logits = (torch.randn(B, T, V, generator=g, dtype=torch.float64) * scale).to(dtype)
+    targets = torch.randint(V, (B, T), generator=g)
+    if V > 1 and d.boolean(0.3):   # ruled-out bytes: -inf, never a target
+        hidden = torch.rand(B, T, V, generator=g) < 0.4
+        hidden.scatter_(-1, targets[..., None], False)
+        logits = logits.masked_fill(hidden, -torch.inf)
+    ruled = " with some -inf logits (never at a target)" if torch.isinf(logits).any() else ""
+    return (logits, targets), (f"random logits (B={B}, T={T}, V={V}) "
+                               f"{str(dtype).replace('torch.', '')} of scale {scale:g}{ruled}, "
+                               f"random targets")
+
+
+def _ce_one(c, args, case):
+    """Check cross_entropy on one (logits, targets)."""
+    __tracebackhide__ = True
+    logits, targets = args
+    fn = c.fn
+    V = logits.shape[-1]
+    want = F.cross_entropy(logits.double().reshape(-1, V), targets.reshape(-1))
+    got = _ce_call(c, fn, logits, targets, case=case,
+                 crash_hint="logits are (B, T, V) and targets (B, T) integers: pick each "
+                            "position's target logit with logits.gather(-1, targets[..., "
+                            "None]) or by flattening both to (B*T, V) and (B*T,)",
+                 none_hint="end with `return loss`, a tensor of shape ()")
+    if isinstance(got, numbers.Real) and not isinstance(got, bool):
+        c.fail("expected a tensor, got a Python number", case=case, got=got,
+               hint="return the loss tensor itself, not loss.item(): training calls "
+                    "loss.backward() on it")
+    if not isinstance(got, torch.Tensor):
+        c.fail("expected a tensor", case=case, got=type(got).__name__,
+               hint="return the loss as a torch tensor of shape ()")
+    if got.shape != ():
+        hint = ("return one number, the mean over all B*T positions (.mean() of the (B, T) "
+                "losses)")
+        if got.shape == logits.shape[:2] or got.numel() == logits.shape[0] * logits.shape[1]:
+            hint = "you returned one loss per position: " + hint
+        c.fail("the loss is not a single number", case=case, expected="shape ()",
+               got=f"shape {tuple(got.shape)}", hint=hint)
+    if got.dtype != logits.dtype:
+        c.fail("the loss has the wrong dtype", case=case, expected=str(logits.dtype),
+               got=str(got.dtype),
+               hint="compute in the logits' dtype; do not convert to another one")
+    c.ok()
+    value = got.detach().double()
+    if not bool(torch.isfinite(value)):
+        if bool(torch.isnan(value)) and "-inf" in case:
+            hint = ("0 * -inf is NaN: pick the target's log-probability with gather or "
+                    "indexing rather than multiplying the log-probabilities by a one-hot")
+        elif _overflows(c, case):
+            hint = ("exp of a large logit overflows (exp(89) is already inf in float32): "
+                    "subtract each position's maximum logit before exp, the log-sum-exp "
+                    "trick")
+        else:
+            hint = ("the target's probability underflowed to 0 and log(0) = -inf: never take "
+                    "the log of a softmax; use log p(target) = z[target] - logsumexp(z)")
+        c.fail("the loss is inf or NaN", case=case, expected=round(want.item(), 4),
+               got=value.item(), hint=hint)
+    c.ok()
+    atol, rtol = (1e-5, 1e-5) if logits.dtype == torch.float32 else (1e-9, 1e-9)
+    if not torch.isclose(value, want, atol=atol, rtol=rtol):
+        hint = next((h for h, v in _ce_variants(logits, targets).items()
+                     if torch.isclose(value, v, atol=atol, rtol=rtol)), _CE_FORMULA)
+        c.fail("the loss is not right", case=case, expected=round(want.item(), 6),
+               got=round(value.item(), 6), hint=hint)
+    c.ok()
 
 
 def _overflows(c, case):
@@ -602,10 +673,11 @@ def _check_ce_gradient(c, fn, gen):
 # lr_schedule(step, max_lr, warmup_steps, total_steps, min_lr_ratio) -> float
 # ---------------------------------------------------------------------------
 
-_LR_FORMULA = ("for step < warmup_steps: max_lr * (step + 1) / warmup_steps; then, with "
-               "progress p = (step - warmup_steps) / (total_steps - 1 - warmup_steps) capped at "
-               "1, floor + (max_lr - floor) * 0.5 * (1 + cos(pi * p)), floor = max_lr * "
-               "min_lr_ratio")
+_LR_FORMULA = ("follow the two pieces the exercise states: the warm-up line for the steps below "
+               "warmup_steps, then half a cosine from max_lr at step warmup_steps down to the "
+               "floor (the fraction min_lr_ratio of max_lr) at step total_steps - 1, with the "
+               "progress capped at 1 after it; compare your rate with the expected one at the "
+               "step shown")
 
 
 def _lr_curve(steps, max_lr, warmup, total, ratio, mistake=None):
@@ -672,50 +744,71 @@ def check_lr_schedule(fn):
                                          (0.5, 0, 9, 0.0), (3e-4, 100, 2000, 0.1)):
         steps = sorted(set(range(0, min(total, 40))) | {warmup - 1, warmup, warmup + 1,
                        total // 2, total - 2, total - 1, total, total + 5} - {-1})
-        config = dict(max_lr=max_lr, warmup_steps=warmup, total_steps=total, min_lr_ratio=ratio)
-        setting = ", ".join(f"{k}={v}" for k, v in config.items())
-        reference = TrainConfig(steps=total, lr=max_lr, warmup_steps=warmup, min_lr_ratio=ratio)
-        want = [lr_at(s, reference) for s in steps]
-        got = []
-        for s in steps:
-            case = f"lr_schedule(step={s}, {setting})"
-            value, seen = call_inside(c, s, own=_OWN_SCHEDULE, case=case,
-                                      crash_hint=_LR_CRASH, none_hint="end with `return` and "
-                                      "the learning rate, a float", **config)
-            _no_own_answer(c, seen["own"], "the schedule", case)
-            if isinstance(value, torch.Tensor) and value.numel() == 1:
-                c.fail("expected a Python float, got a tensor", case=case, got=value,
-                       hint="use the math module (math.cos, math.pi) on plain numbers, or "
-                            "return float(...)")
-            if isinstance(value, np.generic):
-                c.fail("expected a Python float, got a NumPy number", case=case,
-                       got=f"{value!r} ({type(value).__name__})",
-                       hint="use the math module (math.cos, math.pi) rather than NumPy's, or "
-                            "return float(...): a NumPy scalar is not a Python float")
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                c.fail("expected the learning rate as a float", case=case,
-                       got=type(value).__name__, hint="return a single number")
-            if not isinstance(value, float):
-                c.fail("expected the learning rate as a Python float", case=case,
-                       got=f"{value!r} ({type(value).__name__})",
-                       hint="a learning rate is a float even where it comes out whole: "
-                            "return float(...), and use / rather than //")
-            if not math.isfinite(value):
-                c.fail("the learning rate is inf or NaN", case=case, got=value,
-                       hint="with no warm-up (warmup_steps=0) never divide by warmup_steps: "
-                            "the schedule starts straight at the cosine; " + _LR_FORMULA)
-            got.append(float(value))
-        c.ok()
-        for s, g, w in zip(steps, got, want):
-            if not math.isclose(g, w, rel_tol=1e-6, abs_tol=1e-12):
-                hint = next((h for m, h in _LR_MISTAKES.items()
-                             if all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12) for a, b in
-                                    zip(got, _lr_curve(steps, max_lr, warmup, total, ratio, m)))),
-                            _LR_FORMULA)
-                c.fail("the learning rate is not right", case=f"lr_schedule(step={s}, {setting})",
-                       expected=w, got=g, hint=hint)
-        c.ok()
+        _lr_one(c, (max_lr, warmup, total, ratio, steps))
+    # any peak, warm-up (0 too), length and floor; both ends, the floor and steps past the end
+    each(c, _draw_schedule, lambda c, args, case: _lr_one(c, args), n=25, stream=60)
     c.done()
+
+
+def _draw_schedule(d):
+    """A schedule with at least two updates after the warm-up, so that the peak (step
+    warmup_steps) and the floor (step total_steps - 1) are different steps."""
+    max_lr = d.choice((3e-4, 1e-3, 0.5, 1.0, 6e-5)) * d.integer(1, 9)
+    total = d.size(2, 100_000, small=50)
+    warmup = d.choice((0, d.integer(0, total - 2), min(total - 2, d.integer(1, 10))))
+    ratio = d.choice((0.1, 0.0, 0.25, 1.0, d.integer(1, 99) / 100))
+    inside = [d.integer(0, total + 50) for _ in range(4)]
+    steps = sorted({0, max(warmup - 1, 0), warmup, total - 1, total, total + 5, *inside})
+    return (max_lr, warmup, total, ratio, steps), None
+
+
+def _lr_one(c, args):
+    """Check lr_schedule at some steps of one schedule."""
+    __tracebackhide__ = True
+    max_lr, warmup, total, ratio, steps = args
+    config = dict(max_lr=max_lr, warmup_steps=warmup, total_steps=total, min_lr_ratio=ratio)
+    setting = ", ".join(f"{k}={v}" for k, v in config.items())
+    reference = TrainConfig(steps=total, lr=max_lr, warmup_steps=warmup, min_lr_ratio=ratio)
+    want = [lr_at(s, reference) for s in steps]
+    got = []
+    for s in steps:
+        case = f"lr_schedule(step={s}, {setting})"
+        value, seen = call_inside(c, s, own=_OWN_SCHEDULE, case=case,
+                                  crash_hint=_LR_CRASH, none_hint="end with `return` and "
+                                  "the learning rate, a float", **config)
+        _no_own_answer(c, seen["own"], "the schedule", case)
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            c.fail("expected a Python float, got a tensor", case=case, got=value,
+                   hint="use the math module (math.cos, math.pi) on plain numbers, or "
+                        "return float(...)")
+        if isinstance(value, np.generic):
+            c.fail("expected a Python float, got a NumPy number", case=case,
+                   got=f"{value!r} ({type(value).__name__})",
+                   hint="use the math module (math.cos, math.pi) rather than NumPy's, or "
+                        "return float(...): a NumPy scalar is not a Python float")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            c.fail("expected the learning rate as a float", case=case,
+                   got=type(value).__name__, hint="return a single number")
+        if not isinstance(value, float):
+            c.fail("expected the learning rate as a Python float", case=case,
+                   got=f"{value!r} ({type(value).__name__})",
+                   hint="a learning rate is a float even where it comes out whole: "
+                        "return float(...), and use / rather than //")
+        if not math.isfinite(value):
+            c.fail("the learning rate is inf or NaN", case=case, got=value,
+                   hint="with no warm-up (warmup_steps=0) never divide by warmup_steps: "
+                        "the schedule starts straight at the cosine; " + _LR_FORMULA)
+        got.append(float(value))
+    c.ok()
+    for s, g, w in zip(steps, got, want):
+        if not math.isclose(g, w, rel_tol=1e-6, abs_tol=1e-12):
+            hint = next((h for m, h in _LR_MISTAKES.items()
+                         if all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12) for a, b in
+                                zip(got, _lr_curve(steps, max_lr, warmup, total, ratio, m)))),
+                        _LR_FORMULA)
+            c.fail("the learning rate is not right", case=f"lr_schedule(step={s}, {setting})",
+                   expected=w, got=g, hint=hint)
+    c.ok()
 
 
 # Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
@@ -821,8 +914,8 @@ QUESTIONS = {
         },
         right="b"),
     "06-warmup": Number(
-        prompt="Section 7's schedule: `max_lr` = 2e-3, 20 warm-up steps, 160 steps in all, "
-               "`min_lr_ratio` = 0.1; step 0 got 1.00e-04 and step 19 got 2.00e-03. What "
+        prompt="Section 7's CPU schedule: `max_lr` = 2e-3, 20 warm-up steps, 160 steps in "
+               "all, `min_lr_ratio` = 0.1; step 0 got 1.00e-04 and step 19 got 2.00e-03. What "
                "learning rate does step 9 get?",
         after="### Exercise 4: the learning-rate schedule",
         value=1e-3, tolerance=1e-6,

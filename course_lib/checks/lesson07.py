@@ -5,6 +5,7 @@ import torch
 
 from course_lib import generation
 from course_lib.checks.core import Checker, checker, learner_side, seed
+from course_lib.checks.domain import each
 from course_lib.checks.lesson04 import observed_call, python_int
 from course_lib.costs import kv_cache_bytes
 from course_lib.model import ModelConfig, TinyLM
@@ -16,10 +17,10 @@ def _attend(q, k, v):
     return weights @ v
 
 
-def _case(n, S_max=8, D=4, length=3):
-    """A preallocated cache of S_max rows, drawn from seed(n): `length` filled, the rest
+def _case(rng_seed, S_max=8, D=4, length=3):
+    """A preallocated cache of S_max rows, drawn from `rng_seed`: `length` filled, the rest
     holding stale numbers."""
-    g = torch.Generator().manual_seed(seed(n))
+    g = torch.Generator().manual_seed(rng_seed)
     k_cache = torch.randn(S_max, D, generator=g, dtype=torch.float64) * 3  # stale rows: not zeros,
     v_cache = torch.randn(S_max, D, generator=g, dtype=torch.float64) * 3  # so reading them shows
     q, k_new, v_new = (torch.randn(D, generator=g, dtype=torch.float64) for _ in range(3))
@@ -32,61 +33,84 @@ def check_cached_attention_step(fn):
     __tracebackhide__ = True
     c = Checker("cached_attention_step", fn)
     for n, length in ((0, 3), (1, 0), (2, 6)):
-        q, k_new, v_new, k_cache, v_cache, _ = _case(n, length=length)
-        before_k, before_v = k_cache.clone(), v_cache.clone()
-        case = (f"q, k_new, v_new of width 4; caches of 8 rows, the first {length} filled "
-                f"(the rest hold stale numbers); length={length}")
-        out = c.call(q, k_new, v_new, k_cache, v_cache, length, case=case, mutable=(3, 4),
-                     none_hint="return the attention output for the new query; the caches are "
-                               "written in place and not returned")
-        if not isinstance(out, torch.Tensor):
-            c.fail("expected a tensor", case=case,
-                   got=type(out).__name__ + (f" of {len(out)}" if isinstance(out, tuple) else ""),
-                   hint="return the attention output for the new query, a tensor of shape (D,), "
-                        "and only that: the caches are written in place")
-        c.shape(out, (4,), "the output", case, hint="one query gives one output vector (D,)")
-        if torch.equal(k_cache[length], v_new) and torch.equal(v_cache[length], k_new):
-            c.fail("the new key and value are stored in each other's cache", case=case,
-                   hint="k_new goes into k_cache and v_new into v_cache: the keys are what "
-                        "queries are compared with, the values what is mixed")
-        stored = [i for i in range(8) if torch.equal(k_cache[i], k_new)]
-        if stored != [length]:
-            hint = (f"the new token is position `length` = {length}: store it with "
-                    f"k_cache[length] = k_new (and the same for v_cache)")
-            if not stored:
-                hint = "store the new key and value in the caches: k_cache[length] = k_new, v_cache[length] = v_new"
-            c.fail("the new key is not stored at its position", case=case,
-                   expected=f"row {length}", got=f"rows {stored}" if stored else "not stored", hint=hint)
-        if not torch.equal(v_cache[length], v_new):
-            c.fail("the new value is not stored at its position", case=case, expected=v_new,
-                   got=v_cache[length], hint="store v_new in v_cache[length], as for the key")
-        others = [i for i in range(8) if i != length]
-        if not (torch.equal(k_cache[others], before_k[others]) and torch.equal(v_cache[others], before_v[others])):
-            c.fail("rows of the cache other than the new position changed", case=case,
-                   hint="write only row `length`; the cached positions must stay as they were")
-        c.ok()
-        want = _attend(q, k_cache[:length + 1], v_cache[:length + 1])
-        hints = {
-            "the newest token is left out": (
-                _attend(q, k_cache[:length], v_cache[:length]) if length else None,
-                "attend over positions 0 .. length inclusive (k_cache[:length + 1]): the new "
-                "token may attend to itself"),
-            "the unfilled part of the cache is read": (
-                _attend(q, k_cache, v_cache),
-                "attend only over the filled rows, k_cache[:length + 1]; the rows after them "
-                "hold nothing of this sequence"),
-            "the scores are not scaled": (
-                torch.softmax(k_cache[:length + 1] @ q, -1) @ v_cache[:length + 1],
-                "divide the scores by sqrt(D) before the softmax"),
-        }
-        if not torch.allclose(out.double(), want, atol=1e-6):
-            for what, (wrong, hint) in hints.items():
-                if wrong is not None and torch.allclose(out.double(), wrong, atol=1e-6):
-                    c.fail(what, case=case, expected=want, got=out, hint=hint)
-            c.fail("the output is not right", case=case, expected=want, got=out,
-                   hint="softmax(k @ q / sqrt(D)) over the filled rows, then the weighted sum of their values")
-        c.ok()
+        _step_one(c, _case(seed(n), length=length), None)
+    # any cache size (past 128 to 1,024 rows), width, position in it and dtype
+    each(c, _draw_step, _step_one, n=20, stream=70)
     c.done()
+
+
+def _draw_step(d):
+    S_max, D = d.length(), d.integer(1, 64)
+    dtype = d.choice((torch.float64, torch.float32))
+    q, k_new, v_new, k_cache, v_cache, length = _case(d.seed(), S_max, D, d.integer(0, S_max - 1))
+    return tuple(t.to(dtype) if isinstance(t, torch.Tensor) else t
+                 for t in (q, k_new, v_new, k_cache, v_cache, length)), None
+
+
+def _step_one(c, args, _):
+    """Check cached_attention_step on one cache and new token."""
+    __tracebackhide__ = True
+    q, k_new, v_new, k_cache, v_cache, length = args
+    k_cache, v_cache = k_cache.clone(), v_cache.clone()   # written in place: each try its own
+    S_max, D = k_cache.shape
+    # float32 accumulation is allowed (the statement asks for no precision): its rounding over
+    # D products of values of about 3 stays far below 1e-5 (1e-4 for float32 inputs)
+    tol = 1e-5 if q.dtype == torch.float64 else 1e-4
+    before_k, before_v = k_cache.clone(), v_cache.clone()
+    case = (f"q, k_new, v_new of width {D} ({str(q.dtype).replace('torch.', '')}); caches "
+            f"of {S_max} rows, the first {length} filled (the rest hold stale numbers); "
+            f"length={length}")
+    out = c.call(q, k_new, v_new, k_cache, v_cache, length, case=case, mutable=(3, 4),
+                 none_hint="return the attention output for the new query; the caches are "
+                           "written in place and not returned")
+    if not isinstance(out, torch.Tensor):
+        c.fail("expected a tensor", case=case,
+               got=type(out).__name__ + (f" of {len(out)}" if isinstance(out, tuple) else ""),
+               hint="return the attention output for the new query, a tensor of shape (D,), "
+                    "and only that: the caches are written in place")
+    c.shape(out, (D,), "the output", case, hint="one query gives one output vector (D,)")
+    if torch.equal(k_cache[length], v_new) and torch.equal(v_cache[length], k_new):
+        c.fail("the new key and value are stored in each other's cache", case=case,
+               hint="k_new goes into k_cache and v_new into v_cache: the keys are what "
+                    "queries are compared with, the values what is mixed")
+    stored = [i for i in range(S_max) if torch.equal(k_cache[i], k_new)]
+    if stored != [length]:
+        hint = (f"the new token is position `length` = {length}: its key goes into that row "
+                f"of k_cache (and its value into the same row of v_cache)")
+        if not stored:
+            hint = ("write the new key and value into the caches, in place, at the new "
+                    "token's row, before attending")
+        c.fail("the new key is not stored at its position", case=case,
+               expected=f"row {length}", got=f"rows {stored}" if stored else "not stored", hint=hint)
+    if not torch.equal(v_cache[length], v_new):
+        c.fail("the new value is not stored at its position", case=case, expected=v_new,
+               got=v_cache[length], hint="store v_new in v_cache[length], as for the key")
+    others = [i for i in range(S_max) if i != length]
+    if not (torch.equal(k_cache[others], before_k[others]) and torch.equal(v_cache[others], before_v[others])):
+        c.fail("rows of the cache other than the new position changed", case=case,
+               hint="write only row `length`; the cached positions must stay as they were")
+    c.ok()
+    want = _attend(q, k_cache[:length + 1], v_cache[:length + 1])
+    hints = {
+        "the newest token is left out": (
+            _attend(q, k_cache[:length], v_cache[:length]) if length else None,
+            "attend over positions 0 .. length inclusive (k_cache[:length + 1]): the new "
+            "token may attend to itself"),
+        "the unfilled part of the cache is read": (
+            _attend(q, k_cache, v_cache),
+            "attend only over the filled rows, k_cache[:length + 1]; the rows after them "
+            "hold nothing of this sequence"),
+        "the scores are not scaled": (
+            torch.softmax(k_cache[:length + 1] @ q, -1) @ v_cache[:length + 1],
+            "divide the scores by sqrt(D) before the softmax"),
+    }
+    if not torch.allclose(out.double(), want.double(), atol=tol):
+        for what, (wrong, hint) in hints.items():
+            if wrong is not None and torch.allclose(out.double(), wrong.double(), atol=tol):
+                c.fail(what, case=case, expected=want, got=out, hint=hint)
+        c.fail("the output is not right", case=case, expected=want, got=out,
+               hint="softmax(k @ q / sqrt(D)) over the filled rows, then the weighted sum of their values")
+    c.ok()
 
 
 # ---------------------------------------------------------------------------
@@ -107,13 +131,13 @@ class _Recorder(TinyLM):
         return super().forward(idx, cache)
 
 
-def _decode_model(rng_seed):
+def _decode_model(rng_seed, V=23, max_len=16, C=16, L=2):
     """A small float64 TinyLM with weights large enough that its greedy choices are clear-cut,
     drawn from `rng_seed` (the learner's own torch random state is left as it was)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(rng_seed)
-        model = _Recorder(ModelConfig(vocab_size=23, max_len=16, d_model=16, n_heads=2,
-                                      n_layers=2))
+        model = _Recorder(ModelConfig(vocab_size=V, max_len=max_len, d_model=C, n_heads=2,
+                                      n_layers=L))
     model = model.double().eval()
     gen = torch.Generator().manual_seed(rng_seed)
     with torch.no_grad():
@@ -271,54 +295,85 @@ def check_greedy_decode(fn):
     __tracebackhide__ = True
     c = Checker("greedy_decode", fn)
     for n, B, T, n_new in _DECODE_CASES:
-        model, prompt, seq = _decode_case(n, B, T, n_new)
-        case = (f"a small TinyLM (V=23, max_len=16, float64), a prompt of shape (B, T) = "
-                f"({B}, {T}), n_new={n_new}")
-        out, seen = observed_call(c, model, prompt, n_new, case=case, catch=True,
-                                  watch=_DECODERS, observe=_fed_to,
-                                  none_hint="end with `return` and the prompt followed by the "
-                                            "new tokens, (B, T + n_new)")
-        if seen["called"]:
-            c.fail("your function calls course_lib's generate", case=case,
-                   hint="write the decode loop yourself, with KVCache.for_model and model(idx, "
-                        "cache): generate runs the course's own loop, the answer key, and earns "
-                        "no credit")
-        fed = seen["observed"]
-        fault = _feeding_fault(fed, seq, T, out)
-        if fault:
-            c.fail(fault[0], case=case, hint=fault[1])
-        if seen["raised"] is not None:
-            kind, message = seen["raised"]
-            c.fail(f"your function raised {kind}: {message}", case=case,
-                   hint="make the cache with KVCache.for_model(model, batch_size=B) "
-                        "and feed the model (B, t) token ids: the newest token as "
-                        "next_token[:, None], shape (B, 1)")
-        if not any(which is not None for _, which, _ in fed):
-            c.fail("the model was never called with the cache", case=case,
-                   hint="make a cache with KVCache.for_model(model, batch_size=B) "
-                        "and pass it to every call, model(idx, cache): without it each step "
-                        "reruns the whole prefix")
-        c.ok()
-        if not isinstance(out, torch.Tensor):
-            c.fail("expected a tensor of token ids", case=case, got=type(out).__name__,
-                   hint="return one tensor, torch.cat([prompt, new_tokens], dim=1)")
-        if tuple(out.shape) == (B, n_new) and torch.equal(out.long(), seq[:, T:]):
-            c.fail("the result holds only the new tokens", case=case,
-                   expected=(B, T + n_new), got=tuple(out.shape),
-                   hint="return the prompt followed by the new tokens: "
-                        "torch.cat([prompt, new_tokens], dim=1)")
-        c.shape(out, seq.shape, "the result", case,
-                hint="the prompt (B, T) followed by n_new tokens: (B, T + n_new)")
-        if out.dtype != torch.long:
-            c.fail("the token ids have the wrong dtype", case=case, expected="torch.int64",
-                   got=str(out.dtype),
-                   hint="token ids are integers: argmax already returns int64; keep them so, "
-                        "without converting to float")
-        if not torch.equal(out, seq):
-            c.fail("the tokens are not the greedy ones", case=case, expected=seq, got=out,
-                   hint=_ARGMAX_HINT)
-        c.ok()
+        _decode_one(c, _decode_case(n, B, T, n_new), None)
+    # any vocabulary, table of positions, width and depth; any batch, prompt and n_new that fit
+    each(c, _draw_decode, _decode_one, n=4, stream=71)
     c.done()
+
+
+def _draw_decode(d):
+    """A model and prompt whose greedy choices are clear of the runner-up at every step, so
+    that a right answer computed another way picks the same tokens (the first of up to 50
+    draws from the drawn seed)."""
+    V, max_len, C, L = d.size(2, 300, small=23), d.size(2, 64, small=16), 2 * d.integer(2, 8), \
+        d.integer(1, 2)
+    B, T = d.integer(1, 3), d.integer(1, max_len - 1)
+    n_new, base = d.integer(1, max_len - T), d.seed()
+    for k in range(50):
+        model = _decode_model(base + 7919 * k, V, max_len, C, L)
+        gen = torch.Generator().manual_seed(base + 7919 * k + 10)
+        prompt = torch.randint(0, V, (B, T), generator=gen)
+        seq, steps = _greedy(model, prompt, n_new)
+        top = steps.topk(2, dim=-1).values
+        if bool((top[..., 0] - top[..., 1] > 1e-6).all()):
+            break
+    return (model, prompt, seq), None
+
+
+def _decode_one(c, args, _):
+    """Check greedy_decode on one model and prompt."""
+    __tracebackhide__ = True
+    model, prompt, seq = args
+    (B, T), n_new = prompt.shape, seq.shape[1] - prompt.shape[1]
+    cfg = model.config
+    model.calls = []
+    case = (f"a small TinyLM (V={cfg.vocab_size}, max_len={cfg.max_len}, d_model="
+            f"{cfg.d_model}, n_layers={cfg.n_layers}, float64), a prompt of shape (B, T) = "
+            f"({B}, {T}), n_new={n_new}")
+    out, seen = observed_call(c, model, prompt, n_new, case=case, catch=True,
+                              watch=_DECODERS, observe=_fed_to,
+                              none_hint="end with `return` and the prompt followed by the "
+                                        "new tokens, (B, T + n_new)")
+    if seen["called"]:
+        c.fail("your function calls course_lib's generate", case=case,
+               hint="write the decode loop yourself, with KVCache.for_model and model(idx, "
+                    "cache): generate runs the course's own loop, the answer key, and earns "
+                    "no credit")
+    fed = seen["observed"]
+    fault = _feeding_fault(fed, seq, T, out)
+    if fault:
+        c.fail(fault[0], case=case, hint=fault[1])
+    if seen["raised"] is not None:
+        kind, message = seen["raised"]
+        c.fail(f"your function raised {kind}: {message}", case=case,
+               hint="make the cache with KVCache.for_model(model, batch_size=B) "
+                    "and feed the model (B, t) token ids: the newest token as "
+                    "next_token[:, None], shape (B, 1)")
+    if not any(which is not None for _, which, _ in fed):
+        c.fail("the model was never called with the cache", case=case,
+               hint="make a cache with KVCache.for_model(model, batch_size=B) "
+                    "and pass it to every call, model(idx, cache): without it each step "
+                    "reruns the whole prefix")
+    c.ok()
+    if not isinstance(out, torch.Tensor):
+        c.fail("expected a tensor of token ids", case=case, got=type(out).__name__,
+               hint="return one tensor, torch.cat([prompt, new_tokens], dim=1)")
+    if tuple(out.shape) == (B, n_new) and torch.equal(out.long(), seq[:, T:]):
+        c.fail("the result holds only the new tokens", case=case,
+               expected=(B, T + n_new), got=tuple(out.shape),
+               hint="return the prompt followed by the new tokens: "
+                    "torch.cat([prompt, new_tokens], dim=1)")
+    c.shape(out, seq.shape, "the result", case,
+            hint="the prompt (B, T) followed by n_new tokens: (B, T + n_new)")
+    if out.dtype != torch.long:
+        c.fail("the token ids have the wrong dtype", case=case, expected="torch.int64",
+               got=str(out.dtype),
+               hint="token ids are integers: argmax already returns int64; keep them so, "
+                    "without converting to float")
+    if not torch.equal(out, seq):
+        c.fail("the tokens are not the greedy ones", case=case, expected=seq, got=out,
+               hint=_ARGMAX_HINT)
+    c.ok()
 
 
 # ---------------------------------------------------------------------------
@@ -359,32 +414,61 @@ def check_kv_bytes_per_token(fn):
              (ModelConfig(d_model=96, n_heads=6, n_kv_heads=3, n_layers=5, max_len=64), 1))
     found = []
     for config, bpv in cases:
-        case = (f"ModelConfig(d_model={config.d_model}, n_heads={config.n_heads}, n_kv_heads="
-                f"{config.n_kv_heads}, n_layers={config.n_layers}, max_len={config.max_len}), "
-                f"bytes_per_value={bpv}")
-        got, seen = observed_call(
-            c, config, bpv, case=case, watch=_KV_BYTES,
-            crash_hint="config.n_kv_heads is None when every head keeps its own keys and "
-                       "values; config.kv_heads gives the number of KV heads in both cases, "
-                       "and config.d_head the head size",
-            none_hint="end with `return` and the number of bytes, an int")
-        if seen["called"]:
-            c.fail("your function calls course_lib's own kv_cache_bytes", case=case,
-                   hint="work it out from the config's fields: costs.kv_cache_bytes is the "
-                        "answer key and earns no credit")
-        python_int(c, got, case, "the number of bytes",
-                   hint="a count of bytes is a whole number: use // rather than /, or int(...)")
-        found.append((case, got, *_kv_mistakes(config, bpv)))
+        found.append(_kv_call(c, config, bpv))
     for case, got, exact, _ in found:
         if got != exact:
             named = set.intersection(*({h for value, h in mistakes if value == g}
                                        for _, g, e, mistakes in found if g != e))
-            hint = named.pop() if len(named) == 1 else (
-                "2 (a key and a value) x n_layers x kv_heads x d_head x bytes_per_value")
+            hint = named.pop() if len(named) == 1 else _KV_FORMULA
             c.fail("the number of bytes is not right", case=case, expected=exact, got=got,
                    hint=hint)
         c.ok()
+    # any depth, heads (KV heads dividing them, or None), head size and bytes per value
+    each(c, _draw_kv, _kv_one, n=25, stream=72)
     c.done()
+
+
+_KV_FORMULA = "2 (a key and a value) x n_layers x kv_heads x d_head x bytes_per_value"
+
+
+def _draw_kv(d):
+    H = d.size(1, 128, small=8)
+    kv = d.choice((None, *[n for n in range(1, H + 1) if H % n == 0]))
+    config = ModelConfig(d_model=H * d.size(1, 256, small=16), n_heads=H, n_kv_heads=kv,
+                         n_layers=d.size(1, 128, small=6), max_len=d.size(1, 131_072, small=64))
+    return (config, d.choice((1, 2, 4))), None
+
+
+def _kv_one(c, args, _):
+    """Check kv_bytes_per_token on one config."""
+    __tracebackhide__ = True
+    case, got, exact, mistakes = _kv_call(c, *args)
+    if got != exact:
+        named = {h for value, h in mistakes if value == got}
+        c.fail("the number of bytes is not right", case=case, expected=exact, got=got,
+               hint=named.pop() if len(named) == 1 else _KV_FORMULA)
+    c.ok()
+
+
+def _kv_call(c, config, bpv):
+    """(case, the learner's count, the right one, the usual slips) for one config."""
+    __tracebackhide__ = True
+    case = (f"ModelConfig(d_model={config.d_model}, n_heads={config.n_heads}, n_kv_heads="
+            f"{config.n_kv_heads}, n_layers={config.n_layers}, max_len={config.max_len}), "
+            f"bytes_per_value={bpv}")
+    got, seen = observed_call(
+        c, config, bpv, case=case, watch=_KV_BYTES,
+        crash_hint="config.n_kv_heads is None when every head keeps its own keys and "
+                   "values; config.kv_heads gives the number of KV heads in both cases, "
+                   "and config.d_head the head size",
+        none_hint="end with `return` and the number of bytes, an int")
+    if seen["called"]:
+        c.fail("your function calls course_lib's own kv_cache_bytes", case=case,
+               hint="work it out from the config's fields: costs.kv_cache_bytes is the "
+                    "answer key and earns no credit")
+    python_int(c, got, case, "the number of bytes",
+               hint="a count of bytes is a whole number: use // rather than /, or int(...)")
+    return (case, got, *_kv_mistakes(config, bpv))
 
 
 # Hints on request (course_lib.checks.hints.hint): the idea, the usual mistake, the shape of
@@ -396,8 +480,9 @@ HINTS = {
         "Rows after `length` hold rubbish (even an earlier sequence's numbers): do not attend over "
         "the whole cache. Forgetting to store the new row, or slicing one row short, drops the "
         "newest token.",
-        "Keys (length + 1, D) @ q gives the scores; scale by the square root of D, softmax over "
-        "the keys, then weights @ values gives (D,). Return only that output.",
+        "The filled keys (length + 1, D) against q give the scores; scale by the square root of "
+        "D, softmax over the keys, then the weighted sum of the filled values gives (D,). Return "
+        "only that output.",
     ),
     "greedy_decode": (
         "One cache, one prefill call with the whole prompt, then n_new times: the argmax of the "
@@ -454,8 +539,9 @@ QUESTIONS = {
         otherwise="multiply the five factors of the formula."),
     "07-speedup": Choice(
         prompt="For 384 new tokens the uncached run processes about 200 times as many "
-               "positions as the cached one, yet section 4 measured the cache only a few times "
-               "faster. What did it find as the reason?",
+               "positions as the cached one, yet section 4 measured the cached run far less "
+               "than 200 times faster (a few times on a CPU, hardly at all on a GPU at batch "
+               "1). What did it find as the reason?",
         after="## 4. What the cache buys: time per token",
         choices={
             "a": ("reading the cache from memory is slower than recomputing it",

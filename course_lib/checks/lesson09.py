@@ -8,6 +8,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from course_lib.checks.core import Checker, checker, learner_side, seed
+from course_lib.checks.domain import each
 from course_lib.checks.lesson06 import call_inside
 from course_lib.convert import config_from_dict
 from course_lib.costs import CONFIG_DIR, count_params
@@ -91,30 +92,49 @@ def check_params_from_config(fn):
     __tracebackhide__ = True
     c = Checker("params_from_config", fn)
     for label, fields in _llama_cases():
-        given = copy.deepcopy(fields)
-        case = f"{label}: {fields}"
-        got = c.call(given, case=case)
-        after = given   # as the call left it
-        if after != fields:
-            c.fail("the config dict was changed", case=case, hint="read the fields; do not "
-                   "add, remove or change entries of the dict you are given")
-        if got is None:
-            c.fail("nothing was returned", case=case, hint="end with `return total`")
-        _python_int(c, got, case, "a whole number of parameters as a Python int",
-                    "use // rather than / for divisions")
-        full = dict(fields, model_type="llama", max_position_embeddings=1)
-        want = count_params(config_from_dict(full))
-        if got != want:
-            for what, value in _param_variants(fields).items():
-                if what != "right" and got == value and value != want:
-                    c.fail(f"the count is off by {got - want:+,}", case=label, expected=f"{want:,}",
-                           got=f"{got:,}", hint=_PARAM_HINTS[what])
-            c.fail(f"the count is off by {got - want:+,}", case=label, expected=f"{want:,}",
-                   got=f"{got:,}", hint="per layer: q, k, v and output projections, three "
-                   "SwiGLU matrices, two RMSNorm weights; then the embedding, the final norm "
-                   "and, unless tied, the head")
-        c.ok()
+        _params_one(c, (label, fields), f"{label}: {fields}")
+    # any width, heads (KV heads dividing them), MLP width, depth, vocabulary and tying
+    each(c, _draw_fields, _params_one, n=25, stream=902)
     c.done()
+
+
+def _draw_fields(d):
+    heads = d.size(1, 128, small=16)
+    kv = d.choice([n for n in range(1, heads + 1) if heads % n == 0])
+    fields = dict(hidden_size=heads * 2 * d.size(1, 128, small=8),
+                  intermediate_size=d.size(1, 65_536, small=256),
+                  num_hidden_layers=d.size(1, 128, small=8), num_attention_heads=heads,
+                  num_key_value_heads=kv, vocab_size=d.size(1, 256_000, small=500),
+                  tie_word_embeddings=d.boolean())
+    return ("a drawn config", fields), f"a drawn config: {fields}"
+
+
+def _params_one(c, args, case):
+    """Check params_from_config on one dict of fields."""
+    __tracebackhide__ = True
+    label, fields = args
+    given = copy.deepcopy(fields)
+    got = c.call(given, case=case)
+    after = given   # as the call left it
+    if after != fields:
+        c.fail("the config dict was changed", case=case, hint="read the fields; do not "
+               "add, remove or change entries of the dict you are given")
+    if got is None:
+        c.fail("nothing was returned", case=case, hint="end with `return total`")
+    _python_int(c, got, case, "a whole number of parameters as a Python int",
+                "use // rather than / for divisions")
+    full = dict(fields, model_type="llama", max_position_embeddings=1)
+    want = count_params(config_from_dict(full))
+    if got != want:
+        for what, value in _param_variants(fields).items():
+            if what != "right" and got == value and value != want:
+                c.fail(f"the count is off by {got - want:+,}", case=label, expected=f"{want:,}",
+                       got=f"{got:,}", hint=_PARAM_HINTS[what])
+        c.fail(f"the count is off by {got - want:+,}", case=label, expected=f"{want:,}",
+               got=f"{got:,}", hint="per layer: q, k, v and output projections, three "
+               "SwiGLU matrices, two RMSNorm weights; then the embedding, the final norm "
+               "and, unless tied, the head")
+    c.ok()
 
 
 def _attention_flop_variants(T, C, causal):
@@ -156,25 +176,41 @@ def check_attention_flops(fn):
              (7, 16, True), (7, 16, False), (128, 64, True), (1024, 128, True), (1024, 128, False),
              (5, 768, None)]                    # None: the default, which is causal
     for T, C, causal in cases:
-        args = (T, C) if causal is None else (T, C, causal)
-        case = (f"attention_flops({T}, {C})" if causal is None
-                else f"attention_flops({T}, {C}, causal={causal})")
-        got = c.call(*args, case=case, none_hint="end with `return` and the count")
-        _python_int(c, got, case, "a Python int",
-                    "use // for the division by 2, or int(...) around the result")
-        variants = _attention_flop_variants(T, C, True if causal is None else causal)
-        want = variants.pop("right")
-        if got != want:
-            for what, value in variants.items():
-                if got == value and value != want:
-                    c.fail(f"the count is off by {got - want:+,}", case=case,
-                           expected=f"{want:,}", got=f"{got:,}", hint=_FLOP_HINTS[what])
-            c.fail(f"the count is off by {got - want:+,}", case=case, expected=f"{want:,}",
-                   got=f"{got:,}", hint="4C FLOPs per query-key pair (2C for the score, 2C for "
-                   "the weighted sum); causal: query t meets keys 0..t, T(T+1)/2 pairs; not "
-                   "causal: T x T pairs")
-        c.ok()
+        _flops_one(c, (T, C, causal))
+    # any length up to past Llama 3's 8,192 positions, any width up to 16,384
+    each(c, _draw_flops, lambda c, args, case: _flops_one(c, args), n=25, stream=903)
     c.done()
+
+
+def _draw_flops(d):
+    T = d.length(small=64, tables=(128, 1_024, 8_192))
+    C = d.size(1, 16_384, small=64)
+    causal = d.choice((True, False, None))
+    return (T, C, causal), None
+
+
+def _flops_one(c, args):
+    """Check attention_flops on one (T, d_model, causal); causal None: the default."""
+    __tracebackhide__ = True
+    T, C, causal = args
+    args = (T, C) if causal is None else (T, C, causal)
+    case = (f"attention_flops({T}, {C})" if causal is None
+            else f"attention_flops({T}, {C}, causal={causal})")
+    got = c.call(*args, case=case, none_hint="end with `return` and the count")
+    _python_int(c, got, case, "a Python int",
+                "use // for the division by 2, or int(...) around the result")
+    variants = _attention_flop_variants(T, C, True if causal is None else causal)
+    want = variants.pop("right")
+    if got != want:
+        for what, value in variants.items():
+            if got == value and value != want:
+                c.fail(f"the count is off by {got - want:+,}", case=case,
+                       expected=f"{want:,}", got=f"{got:,}", hint=_FLOP_HINTS[what])
+        c.fail(f"the count is off by {got - want:+,}", case=case, expected=f"{want:,}",
+               got=f"{got:,}", hint="4C FLOPs per query-key pair (2C for the score, 2C for "
+               "the weighted sum); causal: query t meets keys 0..t, T(T+1)/2 pairs; not "
+               "causal: T x T pairs")
+    c.ok()
 
 
 def _tiled(q, k, v, block, *, rescale_out=True, rescale_sum=True, local_mask=False, scale=True):
@@ -257,7 +293,7 @@ def _qkv(n, T, D=4, Dv=3, dtype=torch.float64, scale=2.0):
     return q, k, torch.randn(T, Dv, generator=g, dtype=dtype)
 
 
-def _tiled_result(c, out, T, case, dtype=torch.float64):
+def _tiled_result(c, out, T, case, Dv=3):
     """The learner's output after the checks of type, shape and finiteness."""
     __tracebackhide__ = True
     if isinstance(out, np.ndarray):
@@ -266,7 +302,7 @@ def _tiled_result(c, out, T, case, dtype=torch.float64):
     if not isinstance(out, torch.Tensor):
         c.fail(f"expected a torch tensor, got {type(out).__name__}", case=case,
                hint="return the (T, Dv) attention output, one tensor")
-    c.shape(out, (T, 3), "the output", case, hint="one output row per query, as wide as v")
+    c.shape(out, (T, Dv), "the output", case, hint="one output row per query, as wide as v")
     if not torch.isfinite(out).all():
         c.fail("the output contains inf or NaN", case=case, got=out,
                hint="start the running maximum at -inf (float('-inf')), not at a finite number, "
@@ -275,6 +311,81 @@ def _tiled_result(c, out, T, case, dtype=torch.float64):
                     "whose scores all lie below it: every exp(s - m) underflows to 0 and acc / l "
                     "is 0 / 0")
     return out
+
+
+def _tiled_one(c, fn, q, k, v, block, case):
+    """Check tiled_attention on one input, against causal attention at the inputs' precision."""
+    __tracebackhide__ = True
+    T, Dv = q.shape[0], v.shape[1]
+    out = _tiled_result(c, c.call(q, k, v, block, case=case), T, case, Dv)
+    want = _reference(q, k, v)
+    atol, rtol = (1e-9, 1e-8) if q.dtype == torch.float64 else (1e-5, 1e-4)
+    if out.dtype != q.dtype:
+        c.fail(f"{str(q.dtype).replace('torch.', '')} inputs give a result of another dtype",
+               case=case, expected=q.dtype, got=out.dtype,
+               hint="make new tensors with q's dtype (dtype=q.dtype) so the result stays in "
+                    "the inputs' precision")
+    if not torch.allclose(out.double(), want.double(), atol=atol, rtol=rtol):
+        later = v.clone()
+        later[T // 2:] += 5
+        moved = c.call(q, k, later, block, case=case)
+        early = slice(0, T // 2)
+        if (T > 1 and isinstance(moved, torch.Tensor) and moved.shape == out.shape
+                and not torch.allclose(moved[early].double(), out[early].double(), atol=atol)):
+            c.fail("an early query's output changed when later values changed", case=case,
+                   hint="a query must not see keys after it: mask them, comparing global "
+                        "positions (q_start + i, k_start + j)")
+        for what, (options, hint) in _TILED_HINTS.items():
+            wrong = _tiled(q, k, v, block, **options)
+            if not torch.allclose(wrong, want, atol=atol) and torch.allclose(
+                    out.double(), wrong.double(), atol=atol):
+                c.fail(f"the output is wrong: {what}", case=case, expected=want[:3],
+                       got=out[:3], hint=hint)
+        if q.dtype == torch.float64 and torch.allclose(out.double(), want, atol=1e-4):
+            c.fail("the output is right only to float32 precision", case=case,
+                   expected=want[:3], got=out[:3],
+                   hint="the inputs are float64: compute in their dtype (make new tensors "
+                        "with dtype=q.dtype, and no .float()), so the result keeps float64's "
+                        "precision")
+        c.fail("the output differs from causal attention", case=case, expected=want[:3],
+               got=out[:3], hint="for each query block keep a running maximum m, normaliser "
+               "l and sum of values acc; for each key block: scores, mask, m_new, rescale "
+               "l and acc by exp(m - m_new), add the block's exp(s - m_new); return acc / l")
+    c.ok()
+
+
+# Scores of every size the domain holds, finite float64 (or float32): ordinary, large, and far
+# below any finite stand-in for -inf (a running maximum started at -1e30 turns rows of scores
+# near -1e32 into 0 / 0). float32 stops at 1e36, below its largest number, 3.4e38.
+_SCALES = {torch.float64: (1.0, 30.0, 1e8, 1e17, 1e33, 1e40, 1e100, 1e250),
+           torch.float32: (1.0, 30.0, 1e8, 1e17, 1e33, 1e36)}
+
+
+def _draw_tiled(d):
+    """Any T and block size (block sizes of 1 only for short T, to keep the loops short), q and k
+    scaled so that scores reach 1e200 either way, or all lie far below zero."""
+    T = d.length(tables=(128, 256), p_long=0.15)
+    shortest = max(1, T // 12)
+    block = d.integer(shortest, T + 3) if d.boolean(0.3) else d.integer(shortest,
+                                                                        max(shortest, min(T, 12)))
+    dtype = d.choice((torch.float64, torch.float64, torch.float32))
+    scale = d.choice(_SCALES[dtype])
+    below = d.boolean(0.6)
+    D, Dv = d.choice((4, 1, 8)), d.choice((3, 1, 5))
+    g = torch.Generator().manual_seed(d.seed())
+    q = torch.randn(T, D, generator=g, dtype=torch.float64) * math.sqrt(scale)
+    k = torch.randn(T, D, generator=g, dtype=torch.float64) * math.sqrt(scale)
+    if below:   # every score far below zero
+        q, k = q.abs(), -k.abs()
+    v = torch.randn(T, Dv, generator=g, dtype=torch.float64)
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+    scores = "every score below zero, " if below else ""
+    case = (f"q, k (T={T}, D={D}) of scale {math.sqrt(scale):.3g} ({scores}scores up to about "
+            f"{scale:.0e}), v (T={T}, {Dv}), {str(dtype).replace('torch.', '')}, "
+            f"block_size={block}")
+    if T * max(D, Dv) <= 12:   # small enough to show: the learner can type it in
+        case += "".join(f"\n            {name} = {t.tolist()}" for name, t in zip("qkv", (q, k, v)))
+    return (q, k, v, block), case
 
 
 @checker
@@ -286,41 +397,13 @@ def check_tiled_attention(fn):
     cases = [(0, 10, 3), (1, 8, 8), (2, 7, 1), (3, 5, 16), (4, 12, 4), (7, 33, 5)]
     for n, T, block in cases:
         q, k, v = _qkv(n, T)
-        case = f"q, k (T={T}, D=4), v (T={T}, 3), float64, block_size={block}"
-        out = _tiled_result(c, c.call(q, k, v, block, case=case), T, case)
-        want = _reference(q, k, v)
-        if not torch.allclose(out.double(), want, atol=1e-9, rtol=1e-8):  # float64 precision
-            later = v.clone()
-            later[T // 2:] += 5
-            moved = c.call(q, k, later, block, case=case)
-            early = slice(0, T // 2)
-            if (T > 1 and isinstance(moved, torch.Tensor) and moved.shape == out.shape
-                    and not torch.allclose(moved[early].double(), out[early].double(), atol=1e-9)):
-                c.fail("an early query's output changed when later values changed", case=case,
-                       hint="a query must not see keys after it: mask them, comparing global "
-                            "positions (q_start + i, k_start + j)")
-            for what, (options, hint) in _TILED_HINTS.items():
-                wrong = _tiled(q, k, v, block, **options)
-                if not torch.allclose(wrong, want, atol=1e-9) and torch.allclose(
-                        out.double(), wrong, atol=1e-9):
-                    c.fail(f"the output is wrong: {what}", case=case, expected=want[:3],
-                           got=out[:3], hint=hint)
-            if torch.allclose(out.double(), want, atol=1e-4):
-                c.fail("the output is right only to float32 precision", case=case,
-                       expected=want[:3], got=out[:3],
-                       hint="the inputs are float64: compute in their dtype (make new tensors "
-                            "with dtype=q.dtype, and no .float()), so the result keeps float64's "
-                            "precision")
-            c.fail("the output differs from causal attention", case=case, expected=want[:3],
-                   got=out[:3], hint="for each query block keep a running maximum m, normaliser "
-                   "l and sum of values acc; for each key block: scores, mask, m_new, rescale "
-                   "l and acc by exp(m - m_new), add the block's exp(s - m_new); return acc / l")
-        c.ok()
+        _tiled_one(c, fn, q, k, v, block,
+                   f"q, k (T={T}, D=4), v (T={T}, 3), float64, block_size={block}")
     # every score far below any finite starting maximum: a finite start gives 0 / 0
     q, k, v = _qkv(8, 9)
-    q = q.abs() * 1e6
-    k = -k.abs() * 1e6
-    case = ("q, k (T=9, D=4) whose every score is about -1e12, v (9, 3), float64, block_size=4")
+    q = q.abs() * 1e20
+    k = -k.abs() * 1e20
+    case = ("q, k (T=9, D=4) whose every score is about -1e40, v (9, 3), float64, block_size=4")
     out = _tiled_result(c, c.call(q, k, v, 4, case=case), 9, case)
     if not torch.allclose(out.double(), _reference(q, k, v), atol=1e-9):
         c.fail("the output differs from causal attention when every score is very negative",
@@ -359,6 +442,9 @@ def check_tiled_attention(fn):
                expected=_reference(q, k, v)[:3], got=out[:3],
                hint="the same computation as for float64 inputs, in float32")
     c.ok()
+    # any length, block size, dtype and scale of scores, far below zero too
+    each(c, _draw_tiled, lambda c, args, case: _tiled_one(c, fn, *args, case), n=30,
+         stream=901)
     c.done()
 
 
@@ -432,12 +518,14 @@ QUESTIONS = {
         after="## 5. The roofline: compute or bandwidth?",
         choices={
             "a": ("the arithmetic: FLOPs per token over the matmul peak",
-                  "the cell printed what compute alone would take, several times less than "
-                  "the measured step: at half a FLOP per byte the arithmetic units wait."),
+                  "the cell printed what compute alone would take beside the measured step: "
+                  "at half a FLOP per byte, left of the balance point, the arithmetic units "
+                  "wait for the weights to arrive, and the step followed the bytes read."),
             "b": ("reading every weight from memory once per token: bytes over bandwidth",
-                  "decode at batch 1 does about half a FLOP per byte of weights, far below "
-                  "the machine's balance point; the time predicted from bandwidth was within "
-                  "a small factor of the measured one."),
+                  "decode at batch 1 does about half a FLOP per byte of weights, left of the "
+                  "machine's balance point (the roofline cell says how far); the time "
+                  "predicted from bandwidth was within a small factor of the measured one "
+                  "(asserted)."),
             "c": ("attention over the growing context",
                   "at short contexts attention's arithmetic is a rounding error next to the "
                   "weights' (section 2)."),

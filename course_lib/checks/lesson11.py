@@ -4,8 +4,13 @@ The cases are those a BPE meets after its first merge, not only on raw bytes: id
 more inside pieces and id lists, ids whose digits hold another id's (11 and 1), a top count
 of 1, ties between pairs whose ids have different numbers of digits, a pair given in the other
 order; and text a decoder must keep exactly (a trailing space, a byte-order mark, characters
-Unicode normalisation would change) beside bytes that are not UTF-8. Calling course_lib.bpe,
-the course's own answer, is reported, not passed.
+Unicode normalisation would change) beside bytes that are not UTF-8. Beside these named
+cases each check draws inputs from the whole domain the lesson states (course_lib.checks.domain):
+ids from single digits to past the lesson's 2,048-token vocabulary, ids whose digits end with
+another's (97 and 197), pieces and id lists of up to 40 ids, ties among pairs anywhere in the
+dict, and text of every character class (capitals, NUL, CR LF, controls, accents, combining
+marks, CJK, emoji, the byte-order mark) cut into tokens at any byte, beside invalid bytes.
+Calling course_lib.bpe, the course's own answer, is reported, not passed.
 """
 import copy
 import numbers
@@ -14,6 +19,7 @@ from collections.abc import Mapping
 from course_lib import bpe
 from course_lib.bpe import BPETokenizer, merge_pair
 from course_lib.checks.core import Checker, checker
+from course_lib.checks.domain import each
 
 # The course's own BPE: the answer key, which an exercise's answer must not call.
 _TRAIN = {"course_lib.bpe.train_bpe": bpe.train_bpe}
@@ -70,6 +76,37 @@ def _call_unchanged(c, fn, args, case, **kw):
                    hint="build a new list or dict for the result; the caller still needs "
                         "its input as it was (the next merge reads it again)")
     return got
+
+
+# Ids as a BPE meets them: bytes, tokens that merges made, and ids past the lesson's 2,048-token
+# vocabulary, of one to five digits.
+_ID_TIERS = ((0, 9), (10, 99), (100, 255), (256, 999), (1_000, 2_047), (2_048, 99_999))
+
+
+def _draw_id(d, tiers=_ID_TIERS):
+    lo, hi = d.choice(tiers)
+    return d.integer(lo, hi)
+
+
+def _draw_alphabet(d, lo=1, tiers=_ID_TIERS):
+    """A few distinct ids to build pieces from, so that pairs repeat and counts tie; often with
+    an id whose digits end with another's (97 and 197, 5 and 45), and one next to another."""
+    ids = d.many(lambda d: _draw_id(d, tiers), lo=lo, hi=6, average=3)
+    if d.boolean(0.5):
+        longer = int(f"{d.integer(1, 9)}{d.choice(ids)}")
+        if tiers is _ID_TIERS or longer < 256:
+            ids.append(longer)
+    if d.boolean(0.5):   # a near neighbour: pairs that differ in a by 1 to 3
+        near = d.choice(ids) + d.integer(1, 3)
+        if tiers is _ID_TIERS or near < 256:
+            ids.append(near)
+    return list(dict.fromkeys(ids))
+
+
+def _shown(value, limit=300):
+    """repr(value), cut to `limit` characters for feedback."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
 # Exercise: count_pairs(pieces) -> {(a, b): count}
@@ -138,41 +175,78 @@ _PAIRS_CRASH = ("a piece of n ids has n - 1 pairs, starting at i = 0 to n - 2: s
                 "no pair)")
 
 
+def _count_one(c, fn, pieces, case):
+    """Check count_pairs on one input."""
+    __tracebackhide__ = True
+    got = _call_unchanged(c, fn, (pieces,), case, crash_hint=_crash(_PAIRS_CRASH))
+    if not isinstance(got, Mapping):
+        c.fail("the result should be a dict {(a, b): count}", case=case,
+               got=type(got).__name__, hint="return a dict whose keys are pairs (a, b) "
+                                            "and values their counts")
+    got = {k: v for k, v in got.items() if not (_is_id(v) and v == 0)}
+    if not all(isinstance(k, tuple) and len(k) == 2 for k in got):
+        c.fail("the keys should be pairs (a, b) of ids, as tuples", case=case,
+               got=repr(list(got))[:80],
+               hint="key the counts by the tuple (piece[i], piece[i + 1]): the next cells "
+                    "look pairs up as tuples")
+    if not all(_is_id(a) and _is_id(b) for a, b in got):
+        c.fail("the keys should be pairs of int ids", case=case, got=repr(list(got))[:80],
+               hint="key the counts by the ids themselves, ints: no bytes, strings or "
+                    "arrays (the next cells append the pair to the merge list)")
+    if not all(_is_id(v) for v in got.values()):
+        c.fail("the counts should be ints", case=case, got=repr(list(got.values()))[:80],
+               hint="add up whole numbers: each occurrence adds the piece's frequency")
+    c.ok()
+    got = {(int(a), int(b)): int(v) for (a, b), v in got.items()}
+    want = _count(pieces)
+    if got != want:
+        c.fail("the counts are not right", case=case, expected=want, got=got,
+               hint=_count_hint(pieces, got, want))
+    c.ok()
+
+
+def _count_hint(pieces, got, want):
+    """The hint for counts `got` that differ from `want`: every usual mistake that gives them
+    (on some inputs two give the same counts, and the hint cannot tell which was made)."""
+    found = [h for kw, h in _COUNT_HINTS if _count(pieces, **kw) == got != want]
+    longest = max((len(p) for p in pieces), default=0)
+    first = next((n for n in range(2, longest) if _count(_cut(pieces, n)) == got), None)
+    if first is not None:
+        found.append(f"only the first {first} ids of each piece were counted: a piece can be "
+                     f"as long as a word (or longer), so count every neighbouring pair of the "
+                     f"whole piece, to its last id")
+    if len(found) > 1:
+        return "these counts fit more than one slip: " + "; or ".join(found)
+    return found[0] if found else ("count every adjacent pair (piece[i], piece[i + 1]) of every "
+                                   "piece, adding the piece's frequency each time")
+
+
+def _cut(pieces, n):
+    """The pieces cut to their first n ids, the counts of pieces that become equal added."""
+    cut = {}
+    for piece, f in pieces.items():
+        cut[piece[:n]] = cut.get(piece[:n], 0) + f
+    return cut
+
+
+def _draw_pieces(d):
+    """Pieces of 0 to 40 ids from a small alphabet (repeated pairs), seen 1 to 1,000 times."""
+    alphabet = _draw_alphabet(d)
+    pieces = {}
+    for _ in range(d.integer(0, 6)):
+        piece = tuple(d.many(lambda d: d.choice(alphabet), hi=40, average=6))
+        pieces[piece] = d.size(1, 1_000, small=5)
+    return pieces, f"count_pairs({_shown(pieces)})"
+
+
 @checker
 def check_count_pairs(fn):
     """Check count_pairs(pieces) -> {(a, b): how often a is followed by b inside the pieces}."""
     __tracebackhide__ = True
     c = Checker("count_pairs", fn, forbidden=_TRAIN)
     for pieces, words in _COUNT_CASES:
-        case = f"count_pairs({pieces}), {words}"
-        got = _call_unchanged(c, fn, (pieces,), case, crash_hint=_crash(_PAIRS_CRASH))
-        if not isinstance(got, Mapping):
-            c.fail("the result should be a dict {(a, b): count}", case=case,
-                   got=type(got).__name__, hint="return a dict whose keys are pairs (a, b) "
-                                                "and values their counts")
-        got = {k: v for k, v in got.items() if not (_is_id(v) and v == 0)}
-        if not all(isinstance(k, tuple) and len(k) == 2 for k in got):
-            c.fail("the keys should be pairs (a, b) of ids, as tuples", case=case,
-                   got=repr(list(got))[:80],
-                   hint="key the counts by the tuple (piece[i], piece[i + 1]): the next cells "
-                        "look pairs up as tuples")
-        if not all(_is_id(a) and _is_id(b) for a, b in got):
-            c.fail("the keys should be pairs of int ids", case=case, got=repr(list(got))[:80],
-                   hint="key the counts by the ids themselves, ints: no bytes, strings or "
-                        "arrays (the next cells append the pair to the merge list)")
-        if not all(_is_id(v) for v in got.values()):
-            c.fail("the counts should be ints", case=case, got=repr(list(got.values()))[:80],
-                   hint="add up whole numbers: each occurrence adds the piece's frequency")
-        c.ok()
-        got = {(int(a), int(b)): int(v) for (a, b), v in got.items()}
-        want = _count(pieces)
-        if got != want:
-            hint = next((h for kw, h in _COUNT_HINTS if _count(pieces, **kw) == got != want),
-                        "count every adjacent pair (piece[i], piece[i + 1]) of every piece, "
-                        "adding the piece's frequency each time")
-            c.fail("the counts are not right", case=case, expected=want, got=got,
-                   hint=hint)
-        c.ok()
+        _count_one(c, fn, pieces, f"count_pairs({pieces}), {words}")
+    each(c, _draw_pieces, lambda c, pieces, case: _count_one(c, fn, pieces, case), n=40, stream=1101)
     c.done()
 
 
@@ -215,15 +289,101 @@ def _one_pair(c, got, case):
     return (int(got[0]), int(got[1]))
 
 
+# The ways a class ranks tied pairs by something made from the pair rather than the pair: each
+# right while the ids are small, wrong once an id has more digits than the key leaves room for
+# (the lesson trains a vocabulary of 2,048 tokens). One input may not tell them apart (a * K + b
+# and a + b / K rank alike), so the hint names every way that gives the learner's pair.
+_TIE_KEYS = [
+    ([str], "as text ('(12, 5)' sorts before '(9, 7)' because '1' comes before '9')"),
+    ([lambda p, w=w: f"{p[0]:0{w}d}{p[1]:0{w}d}" for w in (2, 3, 4)]
+     + [lambda p, w=w, sep=sep: f"{p[0]:0{w}d}{sep}{p[1]:0{w}d}" for w in (2, 3, 4)
+        for sep in (",", " ", ".")],
+     "as zero-padded text, which holds only while every id fits the padding"),
+    ([lambda p, k=k: p[0] * k + p[1] for k in (100, 256, 1_000, 1_024, 10_000)]
+     + [lambda p, k=k: p[0] + p[1] / k for k in (100, 256, 1_000, 1_024, 10_000)],
+     "as one number, a * K + b or a + b / K, which holds only while every b stays below K"),
+    ([lambda p: float(f"{p[0]}.{p[1]}")],
+     "as the number 'a.b' (a, a point, then b, read as a float), which reads b as a decimal "
+     "fraction: (1, 25) gives 1.25, before the 1.3 of (1, 3)"),
+]
+
+
 def _tie_hint(mine, counts, tied):
-    """The hint for a wrong pair among the tied ones."""
-    if mine == min(tied, key=str) and mine != min(tied, key=lambda p: p[0] * 256 + p[1]):
-        return ("the pairs were compared as text: '(12, 5)' sorts before '(9, 7)' because '1' "
-                "comes before '9'; compare the ids as numbers, a first, then b")
-    if mine == min(tied, key=lambda p: p[0] * 256 + p[1]):
-        return ("a * 256 + b does not order the pairs once ids pass 255 ((3, 1) gives 769, "
-                "(2, 1000) gives 1512); compare the pairs themselves: a first, then b")
-    return None
+    """The hint for a wrong pair among the tied ones, or None."""
+    ways = [way for keys, way in _TIE_KEYS if any(mine == min(tied, key=key) for key in keys)]
+    if not ways:
+        return None
+    return ("the tied pairs were ranked by something made from them, not by the pairs "
+            "themselves: " + "; or ".join(ways) + ". Ids pass 999 once merges have made new "
+            "tokens (the lesson trains 2,048), and then such a ranking breaks; compare the "
+            "ids as numbers: the pairs themselves, as tuples, a first, then b")
+
+
+def _best_one(c, fn, counts, words):
+    """Check best_pair on one dict of counts, as given and in reverse order."""
+    __tracebackhide__ = True
+    top = max(counts.values())
+    tied = sorted(p for p, n in counts.items() if n == top)
+    want = tied[0]
+    got = {}
+    for order in ("as written", "in reverse order"):
+        given = counts if order == "as written" else dict(reversed(list(counts.items())))
+        case = f"best_pair({_shown(given)}), {words}, the pairs {order}"
+        got[order] = _one_pair(c, _call_unchanged(c, fn, (given,), case,
+                                                  none_hint=_NONE_HINT), case)
+    if got["as written"] == got["in reverse order"] == want:
+        c.ok()
+        return
+    order = "as written" if got["as written"] != want else "in reverse order"
+    given = counts if order == "as written" else dict(reversed(list(counts.items())))
+    case = f"best_pair({_shown(given)}), {words}, the pairs {order}"
+    mine = got[order]
+    if mine not in counts or counts[mine] != top:
+        hint = ("that is the least frequent pair: merge the MOST frequent one"
+                if mine in counts and counts[mine] == min(counts.values()) else
+                "return the pair with the highest count")
+    elif got["as written"] != got["in reverse order"]:
+        other = got["in reverse order" if order == "as written" else "as written"]
+        hint = (f"ties broken inconsistently: the answer changed with the order in which the "
+                f"pairs were counted (in the other order you returned {other}; max with "
+                f"key=counts.get keeps the first it meets); among pairs of equal count "
+                f"the smallest pair must win, whatever the order")
+    elif _tie_hint(mine, counts, tied):
+        hint = _tie_hint(mine, counts, tied)
+    elif mine == tied[-1]:
+        hint = ("ties go to the smallest pair (compare a first, then b), not the largest")
+    else:
+        hint = "among the tied pairs take the smallest, comparing a first, then b"
+    c.fail("the pair to merge is not right", case=case, expected=want, got=mine, hint=hint)
+
+
+def _draw_counts(d):
+    """Counts of up to 12 pairs, often several tied at the top count, in any order in the dict:
+    among the tied, often two whose a's are equal or next to each other, so that b decides,
+    with b's of different numbers of digits, or two whose a's differ in digits."""
+    firsts = d.many(_draw_id, lo=1, hi=3, average=1)
+    seconds = _draw_alphabet(d)
+    every = firsts + seconds
+    top = d.size(1, 10_000, small=3)
+    shape = d.choice(("b decides", "a decides", "b decides", "any"))
+    if shape == "b decides":   # equal or near a's, b's of different digit counts
+        a, step = d.choice(firsts), d.choice((0, 1, 0, 1, 2))
+        small, big = _draw_id(d, _ID_TIERS[:4] + _ID_TIERS[2:4]), _draw_id(d, _ID_TIERS[4:])
+        tied = [(a, big), (a + step, small)]
+    elif shape == "a decides":   # a's of different digit counts
+        tied = [(_draw_id(d, _ID_TIERS[4:]), d.choice(seconds)),
+                (_draw_id(d, _ID_TIERS[:4] + _ID_TIERS[2:4]), d.choice(seconds))]
+    else:
+        tied = [(d.choice(firsts) if d.boolean(0.8) else d.choice(every), d.choice(seconds))
+                for _ in range(d.integer(1, 4))]
+    below = [(d.choice(every), d.choice(every)) for _ in range(d.integer(0, 8))] if top > 1 else []
+    counts = {pair: d.integer(1, top - 1) for pair in below}
+    counts.update({pair: top for pair in tied})
+    order = list(counts.items())
+    for k in range(len(order) - 1, 0, -1):   # the tied pairs anywhere in the dict
+        j = d.integer(0, k)
+        order[k], order[j] = order[j], order[k]
+    return dict(order), "a drawn dict of counts"
 
 
 @checker
@@ -232,39 +392,9 @@ def check_best_pair(fn):
     __tracebackhide__ = True
     c = Checker("best_pair", fn, forbidden=_TRAIN)
     for counts, words in _BEST_CASES:
-        top = max(counts.values())
-        tied = sorted(p for p, n in counts.items() if n == top)
-        want = tied[0]
-        got = {}
-        for order in ("as written", "in reverse order"):
-            given = counts if order == "as written" else dict(reversed(list(counts.items())))
-            case = f"best_pair({given}), {words}, the pairs {order}"
-            got[order] = _one_pair(c, _call_unchanged(c, fn, (given,), case,
-                                                      none_hint=_NONE_HINT), case)
-        if got["as written"] == got["in reverse order"] == want:
-            c.ok()
-            continue
-        order = "as written" if got["as written"] != want else "in reverse order"
-        given = counts if order == "as written" else dict(reversed(list(counts.items())))
-        case = f"best_pair({given}), {words}, the pairs {order}"
-        mine = got[order]
-        if mine not in counts or counts[mine] != top:
-            hint = ("that is the least frequent pair: merge the MOST frequent one"
-                    if mine in counts and counts[mine] == min(counts.values()) else
-                    "return the pair with the highest count")
-        elif got["as written"] != got["in reverse order"]:
-            other = got["in reverse order" if order == "as written" else "as written"]
-            hint = (f"ties broken inconsistently: the answer changed with the order in which the "
-                    f"pairs were counted (in the other order you returned {other}; max with "
-                    f"key=counts.get keeps the first it meets); among pairs of equal count "
-                    f"the smallest pair must win, whatever the order")
-        elif _tie_hint(mine, counts, tied):
-            hint = _tie_hint(mine, counts, tied)
-        elif mine == tied[-1]:
-            hint = ("ties go to the smallest pair (compare a first, then b), not the largest")
-        else:
-            hint = "among the tied pairs take the smallest, comparing a first, then b"
-        c.fail("the pair to merge is not right", case=case, expected=want, got=mine, hint=hint)
+        _best_one(c, fn, counts, words)
+    each(c, _draw_counts, lambda c, counts, words: _best_one(c, fn, counts, words), n=100,
+         stream=1102)
     c.done()
 
 
@@ -343,26 +473,54 @@ _MERGE_CRASH = ("look at ids[i + 1] only while i + 1 < len(ids): at the last id 
                 "pair left, so append it and stop (an empty list gives an empty list)")
 
 
+def _merge_one(c, fn, ids, pair, new_id, case):
+    """Check merge_pair on one input."""
+    __tracebackhide__ = True
+    got = _ids(c, _call_unchanged(c, fn, (list(ids), pair, new_id), case,
+                                  crash_hint=_crash(_MERGE_CRASH)), case)
+    _same_ids(c, got, merge_pair(ids, pair, new_id), "the merged ids", case,
+              [(lambda wrong=wrong: wrong(list(ids), pair, new_id) if ids else None, h)
+               for wrong, h in _MERGE_HINTS],
+              lambda: _as_text(ids, pair, new_id), _TEXT_HINT,
+              "walk the ids from the left: where a neighbouring pair is the pair, emit new_id "
+              "and jump past both; otherwise emit the id and move on by one")
+
+
+def _same_ids(c, got, want, what, case, mistakes, as_text, text_hint, otherwise):
+    """Fail unless got == want, with the hint of the first (result, hint) of `mistakes` whose
+    result() is got, else text_hint when got is among as_text() (the ids merged as text), else
+    `otherwise`."""
+    __tracebackhide__ = True
+    if got != want:
+        hint = next((h for wrong, h in mistakes if wrong() == got), None)
+        if hint is None and got in as_text():
+            hint = text_hint
+        c.fail(f"{what} are not right", case=case, expected=want, got=got,
+               hint=hint or otherwise)
+    c.ok()
+
+
+def _draw_merge(d):
+    """0 to 40 ids from a small alphabet, a pair (mostly one that occurs) and a fresh id."""
+    alphabet = _draw_alphabet(d)
+    ids = d.many(lambda d: d.choice(alphabet), hi=40, average=8)
+    if len(ids) > 1 and d.boolean(0.8):
+        i = d.integer(0, len(ids) - 2)
+        pair = (ids[i], ids[i + 1])
+    else:
+        pair = (d.choice(alphabet), d.choice(alphabet))
+    new_id = max(alphabet + [255]) + d.integer(1, 1_000)
+    return (ids, pair, new_id), f"merge_pair({_shown(ids)}, {pair}, {new_id})"
+
+
 @checker
 def check_merge_pair(fn):
     """Check merge_pair(ids, pair, new_id): every occurrence merged, left to right, no overlaps."""
     __tracebackhide__ = True
     c = Checker("merge_pair", fn, forbidden=_MERGE_KEY)
     for ids, pair, new_id, words in _MERGE_CASES:
-        case = f"merge_pair({ids}, {pair}, {new_id}), {words}"
-        got = _ids(c, _call_unchanged(c, fn, (list(ids), pair, new_id), case,
-                                      crash_hint=_crash(_MERGE_CRASH)), case)
-        want = merge_pair(ids, pair, new_id)
-        if got != want:
-            hint = next((h for wrong, h in _MERGE_HINTS if ids and wrong(list(ids), pair, new_id)
-                         == got != want), None)
-            if hint is None and got in _as_text(ids, pair, new_id):
-                hint = _TEXT_HINT
-            c.fail("the merged ids are not right", case=case, expected=want, got=got,
-                   hint=hint or "walk the ids from the left: where a neighbouring pair is the "
-                                "pair, emit new_id and jump past both; otherwise emit the id "
-                                "and move on by one")
-        c.ok()
+        _merge_one(c, fn, ids, pair, new_id, f"merge_pair({ids}, {pair}, {new_id}), {words}")
+    each(c, _draw_merge, lambda c, args, case: _merge_one(c, fn, *args, case), n=40, stream=1103)
     c.done()
 
 
@@ -474,22 +632,72 @@ _ENCODE_CRASH = ("a pair with no merge must be skipped, not looked up: ranks.get
                  "(min of an empty sequence raises)")
 
 
+def _encode_as_text(ids, merges):
+    """The piece encoded as text, each way a class writes it: the ids joined by a separator,
+    then each merge's 'a b' replaced by its new id, in rank order."""
+    found = []
+    for sep in (" ", ",", ", "):
+        text = sep.join(map(str, ids))
+        for k, (a, b) in enumerate(merges):
+            text = text.replace(f"{a}{sep}{b}", str(256 + k))
+        try:
+            found.append([int(t) for t in text.split(sep)] if text else [])
+        except ValueError:
+            pass
+    return found
+
+
+_ENCODE_TEXT_HINT = ("the ids were merged as text: in '197 98' the text '97 98' occurs although "
+                     "the pair (97, 98) does not, so 197, 98 became 1256; compare the ids "
+                     "themselves, two neighbours at a time")
+
+
+def _encode_one(c, fn, ids, merges, case):
+    """Check encode_piece on one input."""
+    __tracebackhide__ = True
+    got = _ids(c, _call_unchanged(c, fn, (list(ids), list(merges)), case,
+                                  crash_hint=_crash(_ENCODE_CRASH)), case)
+    _same_ids(c, got, encode_with_ranks(ids, merges), "the encoded ids", case,
+              [(lambda wrong=wrong: wrong(list(ids), merges), h) for wrong, h in _ENCODE_HINTS],
+              lambda: _encode_as_text(ids, merges), _ENCODE_TEXT_HINT,
+              "while some adjacent pair has a merge, take the pair whose merge comes first in "
+              "merges (rank k) and merge all its occurrences into 256 + k")
+
+
+_BYTE_TIERS = ((0, 9), (10, 99), (100, 255))
+
+
+def _draw_encode(d):
+    """A piece of 0 to 30 bytes from a small alphabet, and 0 to 12 distinct merges, each of two
+    bytes of it or tokens earlier merges made (often pairs the piece holds)."""
+    alphabet = _draw_alphabet(d, tiers=_BYTE_TIERS)
+    piece = d.many(lambda d: d.choice(alphabet), hi=30, average=8)
+    merges = []
+    for _ in range(d.integer(0, 12)):
+        tokens = alphabet + [256 + k for k in range(len(merges))]
+        merge = (d.choice(tokens), d.choice(tokens))
+        if merge not in merges:
+            merges.append(merge)
+    byte_merges = [m for m in merges if max(m) < 256]
+    if byte_merges and d.boolean(0.5):   # ids that hold a merge's digits beside its other id:
+        a, b = d.choice(byte_merges)     # 197 before 98 for (97, 98), or 97 before 981
+        digit = d.integer(1, 9)
+        near = ([int(f"{digit}{a}"), b] if d.boolean() else [a, int(f"{b}{digit}")])
+        if max(near) < 256:
+            at = d.integer(0, len(piece))
+            piece = piece[:at] + near + piece[at:]
+    return (piece, merges), f"encode_piece({_shown(piece)}, merges={_shown(merges)})"
+
+
 @checker
 def check_encode_piece(fn):
     """Check encode_piece(ids, merges): merges applied lowest rank first, merges[k] -> 256 + k."""
     __tracebackhide__ = True
     c = Checker("encode_piece", fn, forbidden=_ENCODE_KEY)
     for ids, merges, words in _ENCODE_CASES:
-        case = f"encode_piece({ids}, merges={merges}), {words}"
-        got = _ids(c, _call_unchanged(c, fn, (list(ids), list(merges)), case,
-                                      crash_hint=_crash(_ENCODE_CRASH)), case)
-        want = encode_with_ranks(ids, merges)
-        if got != want:
-            hint = next((h for wrong, h in _ENCODE_HINTS if wrong(list(ids), merges) == got),
-                        "while some adjacent pair has a merge, take the pair whose merge comes "
-                        "first in merges (rank k) and merge all its occurrences into 256 + k")
-            c.fail("the encoded ids are not right", case=case, expected=want, got=got, hint=hint)
-        c.ok()
+        _encode_one(c, fn, ids, merges, f"encode_piece({ids}, merges={merges}), {words}")
+    each(c, _draw_encode, lambda c, args, case: _encode_one(c, fn, *args, case), n=40,
+         stream=1104)
     c.done()
 
 
@@ -551,7 +759,76 @@ def _decode_mistakes(ids, vocab):
         found.append((unicodedata.normalize(form, want),
                       f"the text was normalised ({form}), which changes characters: decoding "
                       f"returns exactly the characters the bytes hold"))
+    for case in ("lower", "casefold", "upper"):
+        found.append((getattr(want, case)(), f"the text's case was changed ({case}()): "
+                                             f"decoding returns the characters the bytes hold, "
+                                             f"capitals and small letters as they are"))
+    found += [
+        (want.replace("\x00", ""), "NUL characters (byte 0) were dropped: a NUL is a "
+                                   "character like any other, and a token can hold it; keep "
+                                   "every character the bytes spell"),
+        (want.replace("\r\n", "\n"), "line endings were changed (CR LF became LF): the bytes "
+                                      "13, 10 spell two characters, and decoding keeps both; "
+                                      "no newline translation"),
+        (want.replace("\r\n", "\n").replace("\r", "\n"),
+         "line endings were changed (CR became LF): decoding keeps the characters the bytes "
+         "spell; no newline translation"),
+        ("".join(ch for ch in want if ch.isprintable() or ch in " \n\t"),
+         "characters that do not print (NUL, other control characters, U+FEFF) were dropped: "
+         "decoding keeps every character the bytes spell"),
+    ]
     return [(text, hint) for text, hint in found if text != want]
+
+
+_DECODE_CRASH = ("join the tokens' bytes first, then decode once with errors='replace': bytes "
+                 "that are not valid UTF-8 (a lone 0xff, half a character) make a strict "
+                 "decode raise")
+
+
+def _decode_one(c, fn, ids, vocab, case):
+    """Check decode_tokens on one input."""
+    __tracebackhide__ = True
+    got = _call_unchanged(c, fn, (list(ids), vocab), case, crash_hint=_DECODE_CRASH)
+    if isinstance(got, (bytes, bytearray)):
+        c.fail("the result is bytes, not text", case=case, got=repr(got),
+               hint="decode the joined bytes to a str, as UTF-8")
+    if not isinstance(got, str):
+        c.fail("the result should be a str", case=case, got=type(got).__name__,
+               hint="join the bytes of the tokens and decode them to a str")
+    c.ok()
+    want = b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
+    if got != want:
+        hint = next((h for text, h in _decode_mistakes(ids, vocab) if got == text),
+                    "look up every token's bytes in vocab, join them into one bytes object, and "
+                    "decode that once as UTF-8, each invalid sequence shown as U+FFFD")
+        c.fail("the text is not right", case=case, expected=want, got=got, hint=hint)
+    c.ok()
+
+
+_INVALID = (0xFF, 0xFE, 0xC3, 0xE2, 0x80, 0xBF)   # never valid alone: bytes of no character
+
+
+def _draw_decode(d):
+    """Text of every character class, as UTF-8 with invalid bytes put in, cut into tokens at any
+    byte; the vocabulary holds the 256 bytes, then the tokens of two bytes or more."""
+    text = d.text()
+    data = bytearray(text.encode("utf-8"))
+    for _ in range(d.integer(0, 3) if d.boolean(0.4) else 0):
+        data.insert(d.integer(0, len(data)), d.choice(_INVALID))
+    vocab = [bytes([b]) for b in range(256)]
+    ids, start = [], 0
+    while start < len(data):
+        end = min(len(data), start + d.integer(1, 4))
+        token = bytes(data[start:end])
+        if len(token) == 1:
+            ids.append(token[0])
+        else:
+            if token not in vocab[256:]:
+                vocab.append(token)
+            ids.append(vocab.index(token, 256))
+        start = end
+    case = f"decode_tokens({ids}, vocab); vocab[256:] = {vocab[256:]}, the bytes {bytes(data)!r}"
+    return (ids, vocab), case
 
 
 @checker
@@ -561,27 +838,10 @@ def check_decode_tokens(fn):
     c = Checker("decode_tokens", fn, forbidden=_DECODE_KEY)
     vocab = _vocab()
     for ids, words in _DECODE_CASES:
-        case = f"decode_tokens({ids}, vocab), {words}; vocab[256:] = {vocab[256:]}"
-        got = _call_unchanged(c, fn, (list(ids), vocab), case,
-                              crash_hint="join the tokens' bytes first, then decode once with "
-                                         "errors='replace': bytes that are not valid "
-                                         "UTF-8 (a lone 0xff, half a character) make a strict "
-                                         "decode raise")
-        if isinstance(got, (bytes, bytearray)):
-            c.fail("the result is bytes, not text", case=case, got=repr(got),
-                   hint="decode the joined bytes to a str, as UTF-8")
-        if not isinstance(got, str):
-            c.fail("the result should be a str", case=case, got=type(got).__name__,
-                   hint="join the bytes of the tokens and decode them to a str")
-        c.ok()
-        want = b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
-        if got == want:
-            c.ok()
-            continue
-        hint = next((h for text, h in _decode_mistakes(ids, vocab) if got == text),
-                    "look up every token's bytes in vocab, join them into one bytes object, and "
-                    "decode that once as UTF-8, each invalid sequence shown as U+FFFD")
-        c.fail("the text is not right", case=case, expected=want, got=got, hint=hint)
+        _decode_one(c, fn, ids, vocab, f"decode_tokens({ids}, vocab), {words}; "
+                                       f"vocab[256:] = {vocab[256:]}")
+    each(c, _draw_decode, lambda c, args, case: _decode_one(c, fn, *args, case), n=40,
+         stream=1105)
     c.done()
 
 

@@ -131,22 +131,26 @@ class Number:
         number = _as_number(qid, given)
         if abs(number - self.value) <= self.tolerance * (1 + 1e-9):
             return True, self.why
-        for low, high, why in self.wrong:
-            if low <= number <= high:
-                return False, why
-        return False, self.otherwise
+        why = next((why for low, high, why in self.wrong if low <= number <= high),
+                   self.otherwise)
+        if isinstance(given, str) and "," in given:   # say how the comma was read
+            plain = int(number) if float(number).is_integer() else number
+            why += (f" (Your {given.strip()!r} was read as {plain}, a comma before three "
+                    f"digits being a thousands separator; a decimal takes a point: 1.5.)")
+        return False, why
 
 
 def _as_number(qid, given):
     if isinstance(given, str):
         text = given.strip().replace("_", "")
         if "," in text:
-            if not re.fullmatch(r"[-+]?\d{1,3}(,\d{3}){2,}(\.\d*)?", text):
+            if not re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d*)?", text):
                 raise ValueError(
-                    f"question '{qid}' is answered with a number; {given!r} holds a comma, "
-                    f"which reads two ways (a thousands separator or a decimal comma): write "
-                    f"the number without it, with a point for decimals (1.731, or 1731)")
-            text = text.replace(",", "")   # 1,048,576: groups of three, only one reading
+                    f"question '{qid}' is answered with a number; {given!r} holds a comma that "
+                    f"does not separate groups of three digits (as in 1,000 or 2,064): write "
+                    f"the number with a point for decimals (1.5), and commas, if any, between "
+                    f"thousands")
+            text = text.replace(",", "")   # 1,000 and 2,064 as people write them
         try:
             given = float(text)
         except ValueError:

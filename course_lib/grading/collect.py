@@ -1,34 +1,48 @@
 """Collect: what an LMS hands the instructor, laid out as the class folder the grader reads.
 
-    python -m course_lib.grading collect DOWNLOAD --into CLASS [--roster R] [--lesson NN]
+    python -m course_lib.grading collect DOWNLOAD --into CLASS [--roster R] [--lesson NN] [--times FILE]
 
 DOWNLOAD is one of:
 
 - Canvas's "Download Submissions" zip: one entry per file, named
-  `{sortable name}_{late_}?{user id}_{id}_{file name}` (the sortable name lowercased, without
-  spaces or commas; `late_` when it was handed in after the due time; a file uploaded again
-  under a name already taken gets `-1`, `-2` before its extension);
+  `{sortable name}_{LATE_}?{user id}_{file id}_{file name}` (the sortable name lowercased, with
+  only letters, digits and `_` kept; `LATE_` when Canvas counts the submission late; a file
+  uploaded under a name already taken gets `-1`, `-2` before its extension), or with anonymous
+  grading `{LATE_}?anon_{anonymous id}_{file id}_{file name}` (instructure/canvas-lms,
+  lib/content_zipper.rb). Canvas writes every entry when the zip is made, so an entry's time
+  is the download's, never the hand-in's: lateness comes from the `LATE` flag, or from
+  `--times FILE` (read_times), the submission times of Canvas's Submissions API;
 - Moodle's "Download all submissions" zip: a folder per learner,
   `{Full Name}_{participant id}_assignsubmission_file/` (with a trailing `_` before Moodle 4.1),
-  or, with "download submissions in folders" off, the same prefix on each file's name;
+  or, with "download submissions in folders" off, the same prefix on each file's name; each
+  entry carries the time its file was last changed in Moodle;
 - an nbgrader course's `submitted/{student}/{assignment}/` folder (or the course folder
   holding it), each assignment folder with its `timestamp.txt`.
 
 Each learner's notebook of a lesson goes to `CLASS/{learner}/{lesson}/{lesson}.ipynb`, beside a
-`timestamp.txt` that late work reads (nbgrader's own, else the zip entry's time: UTC where the
-zip records it, else written without a zone, so that the term's --timezone reads it). A
-learner is named as on the roster where the LMS id in the download (Canvas's user id, Moodle's
-participant id, nbgrader's student id) is a roster entry's `lms_id` (for nbgrader, also its
-learner name; for Moodle, whose participant id is the assignment's own, also where the
-roster's `name` column is the learner's full name); otherwise as the LMS names them. Of several files of one learner and lesson,
-the newest wins (the later entry time, then the higher `-N`).
+`timestamp.txt` that late work reads: nbgrader's own; a Moodle entry's time (UTC where the zip
+records it, else written without a zone, so that the term's --timezone reads it); for Canvas,
+the time `--times` gives, else the word `late` or `on time` from the entry's flag
+(course_lib.grading.lateness). A notebook collected again unchanged keeps the time it had.
+
+A learner is named as on the roster where the LMS id in the download (Canvas's user id, Moodle's
+participant id, nbgrader's student id) is a roster entry's `lms_id`, or Canvas's anonymous id
+its `anonymous_id` (for
+nbgrader, also its learner name; for Moodle, whose participant id is the assignment's own,
+also where the roster's `name` column is the learner's full name, held by one entry);
+otherwise as the LMS names them. Two learners never share a folder: one whose name is taken
+(by a roster learner with another id, an earlier collect's learner, another learner of this
+download, or a file collect writes itself, such as collected.csv), compared without regard to
+case, is collected as `{name} ({LMS id})`, and a line says so. Of several files of one learner
+and lesson the newest wins (the later time, Canvas's later file id, then the higher `-N`).
 
 Nothing is run: notebooks are copied as bytes. A zip is read as hostile: an entry whose name
 climbs out (`..`, an absolute path, a drive letter) or that is a link is refused, so is one
 over SUBMISSION_LIMIT bytes (counted as it is read, not as its header claims), and reading
 stops at TOTAL_LIMIT bytes or MAX_ENTRIES entries. Every file that could not be placed is
-listed with why. `CLASS/collected.csv` keeps, per learner and lesson, where the notebook came
-from and the LMS's names for the learner, which `return` needs to hand the feedback back.
+listed with why; a download of which nothing was placed exits with 1. `CLASS/collected.csv`
+keeps, per learner and lesson, where the notebook came from and the LMS's names for the
+learner, which `return` needs to hand the feedback back.
 """
 import argparse
 import csv
@@ -39,7 +53,6 @@ import stat
 import struct
 import sys
 import tempfile
-import unicodedata
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,15 +60,21 @@ from pathlib import Path
 import nbformat
 
 from course_lib.grading.book import plain, write_csv
+from course_lib.grading.lateness import LATE, ON_TIME, TIMESTAMP, flag_stamp, parse_time, read_stamp
+from course_lib.grading.learner_folders import COLLECTED, folders
 from course_lib.grading.lessons import LESSONS, _lesson_index
 from course_lib.grading.roster import read_roster
+from course_lib.grading.sandbox import printable
 from course_lib.grading.submissions import SUBMISSION_LIMIT, identify
 
 TOTAL_LIMIT = 4 * 2 ** 30     # bytes read from one download in all
 MAX_ENTRIES = 50_000          # entries read from one zip
-COLLECTED = "collected.csv"
 COLUMNS = ["learner", "lesson", "lms", "lms_id", "lms_name", "lms_prefix", "source", "submitted"]
-CANVAS = re.compile(r"^(?P<name>[^_/]+)_(?P<late>late_)?(?P<id>\d+)_(?P<other>\d+)_(?P<file>[^/]+)$", re.I)
+# Canvas (lib/content_zipper.rb): [sortable name, "LATE", user id] joined by "_" with every other
+# character than a letter, a digit or "_" removed, or "anon_{anonymous id}" in place of the name
+# and the user id; then "_{file id}_{file name}". The guide once wrote the flag `late_`: read too.
+CANVAS = re.compile(r"^(?P<name>[^/]+?)_(?P<late>(?i:late)_)?(?P<id>\d+)_(?P<other>\d+)_(?P<file>[^/]+)$")
+CANVAS_ANONYMOUS = re.compile(r"^(?P<late>(?i:late)_)?(?P<id>anon_[A-Za-z0-9]+)_(?P<other>\d+)_(?P<file>[^/]+)$")
 MOODLE = re.compile(r"^(?P<name>[^/]+)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?(?P<sep>/?)(?P<file>.*)$")
 REUPLOAD = re.compile(r"^(?P<stem>.+?)(?:-(?P<n>\d+)| \((?P<copy>\d+)\))?$")
 
@@ -69,7 +88,7 @@ class Found:
     prefix: str        # the entry's name up to the learner's own file name (to name feedback as the LMS does)
     source: str        # the entry or file it came from
     file: str          # the learner's own file name
-    when: object       # an aware or naive datetime, or nbgrader's timestamp text
+    when: object       # an aware or naive datetime, nbgrader's timestamp text, or lateness.LATE / ON_TIME
     order: tuple       # to pick the newest of one learner's files of a lesson
     read: object       # () -> the bytes
 
@@ -78,16 +97,59 @@ class Refused(ValueError):
     """An entry that is not placed, and why."""
 
 
-def safe_name(text):
-    """A folder name from a learner's LMS name: no slash, no leading dot, no control character."""
-    text = unicodedata.normalize("NFC", text).strip()
-    text = "".join("_" if ch in '/\\:' or unicodedata.category(ch).startswith("C") else ch for ch in text)
-    return text.lstrip(".").strip() or "_"
+# ---------------------------------------------------------------- Canvas's submission times
 
+def read_times(path, tz=None):
+    """{Canvas user id or `anon_` id: aware submission time} from Canvas's Submissions API.
 
-def _folded(name):
-    """A name as compared: NFC, case folded, spaces collapsed."""
-    return " ".join(unicodedata.normalize("NFC", name).casefold().split())
+    `path` is what `GET /api/v1/courses/:course/assignments/:assignment/submissions` returns,
+    saved as JSON (a list of Submission objects; their `user_id`, `anonymous_id` and
+    `submitted_at` are read), or a CSV with a header row and the columns `user_id` (or `id`)
+    and/or `anonymous_id`, and `submitted_at`. A time with no zone is in `tz`. A submission
+    with no time (nothing handed in) is left out. ValueError names what is wrong.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"--times: {path} could not be read ({e})") from None
+    if text.lstrip().startswith(("[", "{")):
+        import json
+        try:
+            records = json.loads(text)
+        except ValueError as e:
+            raise ValueError(f"--times: {path} is not JSON ({e})") from None
+        if isinstance(records, dict):
+            records = records.get("submissions", [records])
+        where = [f"{path} item {i}" for i in range(1, len(records) + 1)] if isinstance(records, list) else []
+    else:
+        rows = list(csv.reader(text.splitlines()))
+        head = [h.strip().lower().replace(" ", "_") for h in (rows[0] if rows else [])]
+        head = ["user_id" if h == "id" else h for h in head]
+        records = [dict(zip(head, row)) for row in rows[1:] if any(c.strip() for c in row)]
+        where = [f"{path} line {i}" for i in range(2, len(records) + 2)]
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise ValueError(f"--times: {path} should be the list of submissions Canvas's API gives")
+    found = {}
+    for place, record in zip(where, records):
+        if "submitted_at" not in record:
+            raise ValueError(f"--times: {place} has no submitted_at: give Canvas's Submissions API's "
+                             f"JSON, or a CSV with the columns user_id and submitted_at")
+        when = record["submitted_at"]
+        if not when:
+            continue
+        when = parse_time(str(when).replace("Z", "+00:00") if str(when).endswith("Z") else str(when), tz, place)
+        keys = [str(record[k]).strip() for k in ("user_id",) if record.get(k) not in (None, "")]
+        if record.get("anonymous_id") not in (None, ""):
+            keys.append(f"anon_{str(record['anonymous_id']).strip()}")
+        if not keys:
+            raise ValueError(f"--times: {place} names no learner (user_id or anonymous_id)")
+        for key in keys:
+            if key in found and found[key] != when:
+                raise ValueError(f"--times: {place}: learner {key} has two times: give the submissions "
+                                 f"of one assignment, the one this download is")
+            found[key] = when
+    return found
 
 
 # ---------------------------------------------------------------- zips
@@ -148,8 +210,11 @@ def _instant(when):
     return (when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)).timestamp()
 
 
-def _from_zip(path, skipped):
-    """[Found] of a Canvas or Moodle zip; what is refused goes to `skipped` as (entry, why)."""
+def _from_zip(path, skipped, times=None):
+    """[Found] of a Canvas or Moodle zip; what is refused goes to `skipped` as (entry, why).
+
+    times: {Canvas user id or anon_ id: aware time} (read_times) for Canvas's entries, whose own
+    time is the download's."""
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as e:
@@ -170,20 +235,27 @@ def _from_zip(path, skipped):
         base = name.rsplit("/", 1)[-1]
         if base.startswith(".") or name.startswith("__MACOSX/"):
             continue  # a file manager's own files
-        moodle, canvas = MOODLE.match(name), CANVAS.match(name)
+        moodle = MOODLE.match(name)
         if moodle and moodle["plugin"] != "file":
             skipped.append((name, f"Moodle's {moodle['plugin']} submission, not a file"))
             continue
-        match = moodle or canvas
-        if match:
+        if moodle:
             when = _zip_time(info)
-            file = match["file"].rsplit("/", 1)[-1]
-            found.append(Found("moodle" if moodle else "canvas", match["id"], match["name"],
-                               name[:len(name) - len(match["file"])], name, file, when, (_instant(when),),
-                               _reader(archive, info, budget)))
-        else:
-            skipped.append((name, "its name is neither Canvas's ({name}_{user id}_{id}_{file}) nor "
-                                  "Moodle's ({Full Name}_{participant id}_assignsubmission_file_)"))
+            file = moodle["file"].rsplit("/", 1)[-1]
+            found.append(Found("moodle", moodle["id"], moodle["name"], name[:len(name) - len(moodle["file"])],
+                               name, file, when, (_instant(when),), _reader(archive, info, budget)))
+            continue
+        canvas = CANVAS_ANONYMOUS.match(name) or CANVAS.match(name)
+        if canvas:
+            anonymous = canvas.re is CANVAS_ANONYMOUS
+            when = (times or {}).get(canvas["id"]) or (LATE if canvas["late"] else ON_TIME)
+            found.append(Found("canvas", canvas["id"], canvas["id"] if anonymous else canvas["name"],
+                               name[:len(name) - len(canvas["file"])], name, canvas["file"], when,
+                               (int(canvas["other"]),), _reader(archive, info, budget)))
+            continue
+        skipped.append((name, "its name is neither Canvas's ({name}_{user id}_{file id}_{file}, or "
+                              "anon_{id}_{file id}_{file}) nor Moodle's ({Full Name}_{participant id}"
+                              "_assignsubmission_file_)"))
     return found
 
 
@@ -256,7 +328,10 @@ def _newest(found):
 
 
 def _timestamp(when):
-    """timestamp.txt's text: nbgrader's as it was; an aware time in UTC; a naive one without a zone."""
+    """timestamp.txt's text: nbgrader's as it was; an LMS's flag (lateness.LATE, ON_TIME) with what it
+    means; an aware time in UTC; a naive one without a zone."""
+    if when in (LATE, ON_TIME):
+        return flag_stamp(when, "Canvas").rstrip("\n")
     if isinstance(when, str):
         return when
     if when.tzinfo is not None:
@@ -277,11 +352,13 @@ def _write(path, data):
         raise
 
 
-def collect(download, into, roster=None, lesson=None, lessons=LESSONS, log=print):
+def collect(download, into, roster=None, lesson=None, lessons=LESSONS, log=print, times=None):
     """Lay out a download (a Canvas or Moodle zip, an nbgrader folder) as the class folder `into`.
 
-    Returns ([(learner, lesson, path)] placed, [(entry, why)] not placed). ValueError for a
-    download that is neither, a bad roster or an unknown --lesson.
+    times: Canvas's submission times (read_times), or a file of them. Returns ([(learner, lesson,
+    path)] placed, [(entry, why)] not placed); `log` gets a line for each learner collected under
+    another name than the LMS's (a name taken) and each notebook placed by its content. ValueError
+    for a download that is neither, a bad roster, times file or --lesson.
     """
     download, into = Path(download), Path(into)
     stems = [Path(n).stem for n in _lesson_index(lessons)]
@@ -292,21 +369,25 @@ def collect(download, into, roster=None, lesson=None, lessons=LESSONS, log=print
             raise ValueError(f"--lesson: no single lesson is {lesson!r}; lessons: {', '.join(stems)}")
         forced = match[0]
     entries = read_roster(roster) if roster else []
-    by_id = {e["lms_id"]: e["learner"] for e in entries if e["lms_id"]}
-    names = {e["learner"] for e in entries}
-    by_name = {_folded(e["name"]): e["learner"] for e in entries if e["name"]}
+    reserved = [e["learner"] for e in entries if e["learner"].casefold() == COLLECTED]
+    if reserved:
+        raise ValueError(f"the roster names a learner {reserved[0]!r}, the name of a file collect writes "
+                         f"in the class folder: rename them on the roster")
+    if times is not None and not isinstance(times, dict):
+        times = read_times(times)
     skipped = []
     if download.is_dir():
         found = _from_nbgrader(download, skipped)
     elif download.is_file():
-        found = _from_zip(download, skipped)
+        found = _from_zip(download, skipped, times)
     else:
         raise ValueError(f"there is no download at {download}: give the zip Canvas or Moodle made, "
                          f"or an nbgrader submitted/ folder")
+    kept = _read_collected(into)
+    folder_of = folders(found, entries, kept.values(), log)
     chosen = {}   # (learner, lesson) -> (Found, bytes, how)
     for f in _newest(found):
-        learner = (by_id.get(f.lms_id) or (f.lms_id if f.lms == "nbgrader" and f.lms_id in names else None)
-                   or (by_name.get(_folded(f.lms_name)) if f.lms == "moodle" else None) or safe_name(f.lms_name))
+        learner = folder_of[f.lms, f.lms_id]
         try:
             data = f.read()
             stem, how = lesson_of(f.file, data, stems, forced, lessons)
@@ -317,20 +398,46 @@ def collect(download, into, roster=None, lesson=None, lessons=LESSONS, log=print
             older = chosen[(learner, stem)][0]
             skipped.append((older.source, f"an older file of {learner}'s {stem}: {f.source} is newer"))
         chosen[(learner, stem)] = (f, data, how)
-    placed, kept = [], _read_collected(into)
+    placed = []
     for (learner, stem), (f, data, how) in sorted(chosen.items()):
         folder = into / learner / stem
-        _write(folder / f"{stem}.ipynb", data)
-        _write(folder / "timestamp.txt", (_timestamp(f.when) + "\n").encode("utf-8"))
-        placed.append((learner, stem, folder / f"{stem}.ipynb"))
+        notebook, stamp = folder / f"{stem}.ipynb", folder / TIMESTAMP
+        submitted = _timestamp(f.when)
+        if _unchanged(notebook, data) and _holds_a_time(stamp):
+            # the same hand-in collected again (a later download, another re-upload): its time stays
+            submitted = kept.get((learner, stem), {}).get("submitted") or submitted
+        else:
+            _write(notebook, data)
+            _write(stamp, (_timestamp(f.when) + "\n").encode("utf-8"))
+        placed.append((learner, stem, notebook))
         kept[(learner, stem)] = dict(learner=learner, lesson=stem, lms=f.lms, lms_id=f.lms_id,
                                      lms_name=f.lms_name, lms_prefix=f.prefix, source=f.source,
-                                     submitted=_timestamp(f.when))
+                                     submitted=submitted.splitlines()[0])
         if how != "its name":
             log(f"{learner}/{stem}: placed by {how}")
     into.mkdir(parents=True, exist_ok=True)
     write_csv(into / COLLECTED, COLUMNS, [kept[k] for k in sorted(kept)])
     return placed, skipped
+
+
+def _unchanged(notebook, data):
+    """Whether `notebook` is a regular file holding exactly `data`."""
+    try:
+        info = os.lstat(notebook)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size == len(data) and notebook.read_bytes() == data
+
+
+def _holds_a_time(stamp):
+    """Whether a timestamp.txt holds a time (not an LMS's flag, not nothing)."""
+    try:
+        if not stat.S_ISREG(os.lstat(stamp).st_mode):
+            return False
+        return isinstance(read_stamp(stamp.read_text(encoding="utf-8", errors="replace")[:400], None,
+                                     str(stamp)), datetime.datetime)
+    except (OSError, ValueError):
+        return False
 
 
 def _read_collected(into):
@@ -357,16 +464,29 @@ def main(argv):
     parser.add_argument("--roster", help="a roster whose lms_id column names the learners")
     parser.add_argument("--lesson", help="the lesson every notebook of the download is (default: by its "
                                          "file name, else its content)")
+    parser.add_argument("--times", metavar="FILE",
+                        help="Canvas: the submission times, as Canvas's Submissions API gives them (JSON), "
+                             "or a CSV with the columns user_id (or anonymous_id) and submitted_at; "
+                             "without it a Canvas hand-in is late or on time by its LATE flag")
     args = parser.parse_args(argv)
+    lines = []   # collect's own notes, printed after the notebooks
     try:
-        placed, skipped = collect(args.download, args.into, args.roster, args.lesson)
+        placed, skipped = collect(args.download, args.into, args.roster, args.lesson, log=lines.append,
+                                  times=args.times)
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(e)}", file=sys.stderr)
         return 2
     for learner, stem, path in placed:
-        print(f"{learner}/{stem}: {path}")
+        print(printable(f"{learner}/{stem}: {path}"))
+    for line in lines:
+        print(printable(line))
     for entry, why in skipped:
-        print(f"not placed: {entry}: {why}")
-    print(f"collected {len(placed)} notebook(s) of {len({p[0] for p in placed})} learner(s) into "
-          f"{args.into}" + (f"; {len(skipped)} file(s) not placed, listed above" if skipped else ""))
+        print(printable(f"not placed: {entry}: {why}"))
+    if not placed:
+        print(f"error: nothing was collected from {printable(args.download)}: "
+              + (f"none of its {len(skipped)} file(s) could be placed (listed above)" if skipped else
+                 "it holds no submission"), file=sys.stderr)
+        return 1
+    print(printable(f"collected {len(placed)} notebook(s) of {len({p[0] for p in placed})} learner(s) into "
+                    f"{args.into}" + (f"; {len(skipped)} file(s) not placed, listed above" if skipped else "")))
     return 0

@@ -81,8 +81,9 @@ def write_export(rows, out, lms, roster=None, *, lessons=LESSONS, log=print):
     points, maxima, unknown = lesson_points(rows, lessons)
     learners = sorted(points)
     missing = [name for name in learners if name not in people]
-    if missing:
-        log(f"WARNING: --export {lms}: not on the roster{f' {roster}' if roster else ' (no --roster)'}: "
+    if missing:   # learners by name only: never a roster's e-mails or SIS ids in a log
+        where = f" {roster}" if isinstance(roster, (str, Path)) else "" if roster else " (no --roster)"
+        log(f"WARNING: --export {lms}: not on the roster{where}: "
             f"{', '.join(missing)}" + (": Canvas will match them by name or ask you" if lms == "canvas"
                                        else ": left out of the file"))
     for learner, lesson in sorted(unknown):

@@ -13,6 +13,7 @@ import html
 import json
 import os
 import re
+import secrets
 import tempfile
 import threading
 from pathlib import Path
@@ -20,11 +21,13 @@ from pathlib import Path
 import nbformat
 
 from course_lib.exercises import tags
-from course_lib.grading import maths
+from course_lib.grading import maths, pagestyle
 from course_lib.grading.calls import NotWritten, written
 from course_lib.grading.help_taken import help_calls, help_line
+from course_lib.grading.lateness import flag_of
 from course_lib.grading.lessons import defines
 from course_lib.grading.questions import answer_cells, is_question, question_cells
+from course_lib.grading.sandbox import printable
 from course_lib.grading.verdicts import _points
 
 # ---------------------------------------------------------------- feedback file
@@ -40,14 +43,17 @@ def feedback_html(graded, learner=""):
             cell["outputs"] = capped_outputs(cell.get("outputs") or [])
     help_outputs(nb, extra)
     nb.cells = [c for c in nb.cells if not (c.get("cell_type") == "code" and "check" in tags(c))]
-    who = re.sub(r"[^\w .@-]", "_", learner)
-    head = [f"# Feedback: {graded.lesson or graded.path.name}" + (f", {who}" if who else ""),
+    title = f"Feedback: {graded.lesson or graded.path.name}" + (f", {printable(learner)}" if learner else "")
+    nb.metadata["title"] = title   # the browser tab's: the lesson and the learner, as the roster names them
+    points = f"summarytable{secrets.token_hex(6)}"
+    extra[points] = summary_table(graded)
+    head = [f"# {_markdown_text(title)}",
             (f"Graded with seed {graded.seed}: graded again with it, this notebook gives this page again. "
              if getattr(graded, "seed", None) is not None else
              f"Graded {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}. ") + "Each check's result "
             f"follows the cell that defines its function, and each question's after its answer, "
             f"with the help asked for. The checks say what they tested; they are feedback, not "
-            f"proof.", summary_table(graded)]
+            f"proof.", points]
     if graded.problem:
         head.append("This notebook was not graded; the reason is below.")
     cells = [nbformat.v4.new_markdown_cell("\n\n".join(head))]
@@ -80,23 +86,20 @@ def feedback_html(graded, learner=""):
         if cell.get("cell_type") == "markdown" and isinstance(cell.get("source"), str):
             cell.source = maths.take_out(cell.source, formulas)
     if not hasattr(_EXPORTERS, "html"):  # loading the templates costs more than using them
-        # the learner's own HTML (in markdown and outputs) is escaped: no script runs when opened
+        # the learner's own HTML (in markdown and outputs) is escaped: no script runs when opened;
+        # the page is nbconvert's JupyterLab markup with a style sheet of its own (pagestyle)
         _EXPORTERS.html = _page_exporter()(config=Config(
-            {"HTMLExporter": {"preprocessors": [_remembering_sanitizer()]}}))
+            {"HTMLExporter": {"preprocessors": [_remembering_sanitizer()], "template_file": pagestyle.TEMPLATE_NAME}}),
+            extra_loaders=pagestyle.loaders())
     try:
         body, _ = _EXPORTERS.html.from_notebook_node(nb)
     except _NBCONVERT_CHANGED:  # an nbconvert whose HTMLExporter works otherwise: its own way
         body, _ = HTMLExporter.from_notebook_node(_EXPORTERS.html, nb)
     body = _SCRIPT.sub("", body)   # nbconvert's MathJax, require.js, mermaid, widgets: all from the network
+    body = pagestyle.trimmed(body)
     for token, trusted in extra.items():
-        body = re.sub(rf"<pre>\s*{token}\s*</pre>", lambda m: trusted, body)
-    body = _TOTAL.sub(lambda m: f'<strong class="total" data-checks="{m.group(1)}">{m.group(1)} points</strong>',
-                      body, count=1)   # the summary's total, which a term note may set (set_term_note)
-    return maths.put_back(body, formulas)
-
-
-_TOTAL = re.compile(r"<strong>([\d.]+ of [\d.]+) points</strong>")
-_MARKED_TOTAL = re.compile(r'<strong class="total" data-checks="([\d.]+ of [\d.]+)">[^<]*</strong>')
+        body = re.sub(rf"<pre>\s*{token}\s*</pre>|<p>\s*{token}\s*</p>", lambda m: trusted, body)
+    return pagestyle.shared_formulas(maths.put_back(body, formulas))
 
 
 _SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
@@ -128,21 +131,34 @@ def write_page(graded, target, learner=""):
 # ---------------------------------------------------------------- the summary and the help
 
 def summary_table(graded):
-    """A markdown table: each exercise and question, its result, points and help taken; then the total."""
-    rows = ["| exercise or question | result | points | help taken |", "|---|---|---|---|"]
+    """The page's table of points (HTML): each exercise and question, its result, the points its
+    check gave and the help taken; then the total, their sum, and the rule that counts them."""
+    rows = []
     for r in graded.results:
         taken = getattr(graded, "help", {}).get(r.exercise)
         helped = (taken is not None and help_line(taken)) or ""
-        rows.append(f"| `{r.exercise}` | {r.status} | {_points(r.points)} of {_points(r.max_points)} "
-                    f"| {_cell_text(helped)} |")
+        checks = f"{_points(r.points)} of {_points(r.max_points)}"
+        rows.append(f'<tr data-exercise="{html.escape(r.exercise)}"><td><code>{html.escape(r.exercise)}</code></td>'
+                    f'<td>{html.escape(r.status)}</td><td class="points" data-checks="{checks}">{checks}</td>'
+                    f'<td>{html.escape(helped)}</td></tr>')
     earned = sum(r.points for r in graded.results)
     total = sum(r.max_points for r in graded.results)
-    rows.append(f"| **total** | | **{_points(earned)} of {_points(total)} points** | |")
-    return "\n".join(rows)
+    checks = f"{_points(earned)} of {_points(total)}"
+    return (f'{POINTS_BEGIN}<table class="points"><thead><tr><th>exercise or question</th><th>result</th>'
+            f'<th>points</th><th>help taken</th></tr></thead><tbody>{"".join(rows)}'
+            f'<tr class="total"><td><strong>total</strong></td><td></td><td><strong class="total" '
+            f'data-checks="{checks}">{checks} points</strong></td><td></td></tr></tbody></table>'
+            f'<p class="rule">{CHECKS_RULE}</p>{POINTS_END}')
 
 
-def _cell_text(text):
-    return html.escape(text).replace("|", "\\|")
+POINTS_BEGIN, POINTS_END = "<!-- course_lib.grading: points -->", "<!-- course_lib.grading: end of points -->"
+CHECKS_RULE = ("The total is the sum of the points above: each exercise and question earns its "
+               "points when its check passes, none when it fails.")
+
+
+def _markdown_text(text):
+    """Text that markdown shows as it is: its HTML escaped, its markdown signs taken literally."""
+    return re.sub(r"([\\`*_{}\[\]()#+.!|~-])", r"\\\1", html.escape(text, quote=False))
 
 
 def help_outputs(nb, extra):
@@ -395,7 +411,14 @@ def term_notes(rows):
                          f"instructor (the checks gave {r['auto_points']})"
                          + (f": {r['comment']}" if r.get("comment") else ""))
     late = next((r for r in rows if r.get("lateness")), None)
-    if late is not None and late["penalty"] not in ("", "0%"):
+    penalised = late is not None and late["penalty"] not in ("", "0%")
+    flag = late is not None and flag_of(late["submitted"])
+    if flag and penalised:
+        lines.append(f"Handed in late, as the LMS's late flag says (it gives no time): {late['penalty']} "
+                     f"off the points the checks gave, what the least lateness costs.")
+    elif flag:
+        lines.append(f"Handed in {flag}, as the LMS says.")
+    elif penalised:
         lines.append(f"Handed in {late['submitted']}, {late['lateness']} after the due time: "
                      f"{late['penalty']} off the points the checks gave.")
     elif late is not None:
@@ -407,8 +430,16 @@ def term_notes(rows):
     return lines
 
 
-def set_term_note(page, lines):
-    """Put the lines at the top of a feedback page, in place of the note an earlier run put there."""
+_POINTS_ROW = re.compile(r'(<tr data-exercise="([^"]*)">.*?<td class="points" data-checks="([\d.]+) of ([\d.]+)">)'
+                         r'(.*?)(</td>)', re.S)
+_TOTAL = re.compile(r'(<strong class="total" data-checks="[\d.]+ of ([\d.]+)">)[^<]*(</strong>)')
+_RULE = re.compile(r'<p class="rule">.*?</p>', re.S)
+
+
+def set_term_note(page, lines, rows=()):
+    """Put the lines at the top of a feedback page, in place of the note an earlier run put there,
+    and the points that count (the term `rows` of its lesson, as the gradebook has them) in its
+    table: each row's, the total as their sum, and the rule that counts them. No rows: the checks'."""
     text = page.read_text(encoding="utf-8")
     start, end = text.find(NOTE_BEGIN), text.find(NOTE_END)
     body = text[:start] + text[end + len(NOTE_END):] if 0 <= start < end else text
@@ -416,25 +447,65 @@ def set_term_note(page, lines):
         items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
         note = (f"{NOTE_BEGIN}<div class=\"term-note\" style=\"border:2px solid #888;padding:0.5em 1em;"
                 f"margin:1em\"><strong>From your instructor's gradebook</strong><ul>{items}</ul></div>{NOTE_END}")
-        match = re.search(r"<body[^>]*>", body)
+        match = re.search(r"<main[^>]*>", body) or re.search(r"<body[^>]*>", body)
         at = match.end() if match else 0
         body = body[:at] + note + body[at:]
-    # the page's one total: the points that count where the gradebook set them, else the checks'
-    counted = next((re.fullmatch(r"Points that count: ([\d.]+ of [\d.]+)\.", line) for line in lines
-                    if line.startswith("Points that count: ")), None)
-    body = _MARKED_TOTAL.sub(lambda m: f'<strong class="total" data-checks="{m.group(1)}">'
-                                       f'{counted.group(1) if counted else m.group(1)} points</strong>',
-                             body, count=1)
+    by_exercise = {r["exercise"]: r for r in rows if r.get("exercise")}
+    shown = []
+
+    def row_points(m):
+        row, checks, most = by_exercise.get(html.unescape(m.group(2))), float(m.group(3)), m.group(4)
+        counted = checks if row is None else float(row["points"] or 0)
+        shown.append(counted)
+        why = [] if row is None else _changed_by(row)
+        cell = f"{_points(counted)} of {most}" + (f" ({'; '.join(why + [f'the check gave {_points(checks)}'])})"
+                                                 if counted != checks else "")
+        return m.group(1) + html.escape(cell) + m.group(6)
+    body = _POINTS_ROW.sub(row_points, body)
+    body = _TOTAL.sub(lambda m: f"{m.group(1)}{_points(sum(shown))} of {m.group(2)} points{m.group(3)}", body, count=1)
+    body = _RULE.sub(lambda m: f'<p class="rule">{html.escape(counting_rule(list(by_exercise.values())))}</p>',
+                     body, count=1)
     if body != text:
         page.write_text(body, encoding="utf-8")
 
 
+def _changed_by(row):
+    """What of the term changed a row's points from its check's: the words for each."""
+    if row.get("override"):   # final: nothing else counts
+        return ["set by your instructor"]
+    why = []
+    if row.get("solution", "").startswith("yes, costs"):
+        why.append(f"the solution was shown: {row['solution'].removeprefix('yes, ')}")
+    if row.get("penalty") not in (None, "", "0%"):
+        why.append(f"late: {row['penalty']} off")
+    if row.get("status") == "failed" and float(row.get("points_before_penalty") or 0) > 0 and row.get("cases"):
+        why.append(f"partial credit, {row['cases'].split(' ')[0]} cases passed")
+    return why
+
+
+def counting_rule(rows):
+    """The sentence under a page's table: what the points in it are, given its lesson's term rows."""
+    if not rows:
+        return CHECKS_RULE
+    parts = ["each exercise and question earns its points when its check passes, none when it fails"]
+    if any(r.get("status") == "failed" and float(r.get("points_before_penalty") or 0) > 0 for r in rows):
+        parts[0] += ", or with partial credit the share of its check's cases it passed"
+    if any(r.get("solution", "").startswith("yes, costs") for r in rows):
+        parts.append("an exercise whose solution was shown loses what the solution costs")
+    penalty = next((r["penalty"] for r in rows if r.get("penalty") not in (None, "", "0%")), None)
+    if penalty:
+        parts.append(f"the late penalty takes {penalty} off")
+    if any(r.get("override") for r in rows):
+        parts.append("points your instructor set by hand replace the checks' where a row says so")
+    return "The total is the sum of the points above, the points that count: " + "; ".join(parts) + "."
+
+
 def note_feedback(folder, rows):
-    """Update each feedback page under `folder` (learner/lesson.html) with its rows' term note."""
+    """Update each feedback page under `folder` (learner/lesson.html) with its rows' term note and points."""
     groups = {}
     for r in rows:
         groups.setdefault((r["learner"], r["lesson"]), []).append(r)
     for (learner, lesson), mine in groups.items():
         page = folder / learner / f"{lesson}.html"
         if learner and lesson and page.is_file():
-            set_term_note(page, term_notes(mine))
+            set_term_note(page, term_notes(mine), mine)

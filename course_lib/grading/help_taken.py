@@ -7,6 +7,11 @@ reach (a lower bound: a cell run three times shows three hints but is one call),
 number of hints the exercise has. It changes no points unless the instructor asks
 (`--solution-costs POINTS`, charge_solutions below).
 
+The kernel keeps the hints it showed across restarts (course_lib.checks.hints.state_file), so
+`hint("x")` after a restart shows the hint after those already read: the n-th call of a
+notebook run in order showed hint n, and "up to hint 2" is a hint the learner read, not hint 1
+twice.
+
 What it cannot see: a call in a cell deleted before the notebook was handed in, a cell run
 several times, an exercise named by a variable (`hint(name)`), a helper renamed by
 assignment (`h = hint`), or code run by exec. It reports the help an honest notebook

@@ -11,6 +11,12 @@ Times: a time with no zone (`2026-12-08T17:00`, or a timestamp.txt that names no
 the zone of `--timezone` (default UTC, as nbgrader's is), never the grading machine's own
 zone, so that every machine that grades a shard reads it the same. A file's modification
 time is an instant and needs no zone.
+
+Where the LMS says only whether a hand-in was late (Canvas's download: a `LATE` flag in the
+entry's name, and no time), its timestamp.txt holds that word (`late` or `on time`) instead
+of a time. A hand-in flagged late without a time is late by one started unit of the rule:
+under `10%/day` it loses 10%, the least that any late hand-in loses (the flag cannot say by
+how much). One flagged on time is on time.
 """
 import datetime
 import math
@@ -22,6 +28,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 UNITS = {"day": 86400, "hour": 3600}
 TIMESTAMP = "timestamp.txt"
+# What an LMS says of a hand-in when it gives no time (Canvas's LATE flag, or its absence):
+# the first line of timestamp.txt, and (FLAGGED) the gradebook's `submitted` cell.
+LATE, ON_TIME = "late", "on time"
+FLAGGED = {LATE: "late (the LMS's flag; no time given)", ON_TIME: "on time (the LMS's flag; no time given)"}
 
 
 @dataclass(frozen=True)
@@ -132,18 +142,38 @@ def lesson_stem(text, stems, where):
     return match[0]
 
 
+def flag_stamp(flag, lms):
+    """timestamp.txt's text for a hand-in that `lms` says was `flag` (LATE or ON_TIME) without a time."""
+    return (f"{flag}\n# {lms}'s download says this hand-in was {flag} and gives no time; "
+            f"`collect --times FILE` gives the time\n")
+
+
+def read_stamp(text, tz, where):
+    """An aware datetime from timestamp.txt's text, or LATE / ON_TIME where it holds only that word."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if first.lower() in (LATE, ON_TIME):
+        return first.lower()
+    return parse_time(first, tz, where)
+
+
+def flag_of(submitted):
+    """LATE or ON_TIME where a gradebook `submitted` cell is an LMS's flag (FLAGGED), else None."""
+    return next((flag for flag, text in FLAGGED.items() if submitted == text), None)
+
+
 def submitted_at(notebook, learner_folder, tz):
     """(when the notebook was handed in, how that is known).
 
     From the nearest timestamp.txt in the notebook's folder or a folder above it, up to the
     learner's folder (nbgrader's convention), else from the notebook file's modification time.
+    `when` is an aware datetime, or LATE / ON_TIME where timestamp.txt holds an LMS's flag.
     """
     folder, top = Path(notebook).parent, Path(learner_folder)
     while True:
         stamp = folder / TIMESTAMP
         if stamp.is_file() and not stamp.is_symlink():
-            text = stamp.read_text(encoding="utf-8", errors="replace")[:200]
-            return parse_time(text, tz, str(stamp)), TIMESTAMP
+            text = stamp.read_text(encoding="utf-8", errors="replace")[:400]
+            return read_stamp(text, tz, str(stamp)), TIMESTAMP
         if folder == top or top not in folder.parents:
             break
         folder = folder.parent
@@ -157,8 +187,13 @@ def late_by(submitted, due):
 
 
 def penalty_share(late, penalty):
-    """The share of the points taken off for `late` (a timedelta) under `penalty` (None: none)."""
-    if penalty is None or late <= datetime.timedelta(0):
+    """The share of the points taken off for `late` (a timedelta, or LATE: flagged late without a
+    time, one started unit) under `penalty` (None: none)."""
+    if penalty is None:
+        return 0.0
+    if late == LATE:
+        return min(penalty.cap, penalty.rate)
+    if late <= datetime.timedelta(0):
         return 0.0
     units = math.ceil(late.total_seconds() / UNITS[penalty.unit])
     return min(penalty.cap, penalty.rate * units)

@@ -11,7 +11,9 @@ byte-order mark at the start, CRLF line ends and columns the grader does not use
 number, a first name) are all read for what they are, so a quoted name never becomes two
 learners. Columns are matched by name in any case, with spaces, '-' or '_' as one likes
 (`LMS id` is `lms_id`; `name` or `full name` is the learner's name as the LMS shows it, which
-`collect` matches a Moodle download by); `#` starts a comment line. A malformed roster (no learner column in a
+`collect` matches a Moodle download by; `anonymous id` is Canvas's id of the learner in an
+assignment graded anonymously, which `collect` matches its `anon_` entries by); `#` starts a
+comment line. A malformed roster (no learner column in a
 CSV, a row with more fields than the header, a learner or an LMS id twice) is a ValueError that
 names the line.
 """
@@ -21,7 +23,8 @@ from pathlib import Path
 
 # The columns the grader reads, by their key (the name lowercased, letters and digits only).
 COLUMNS = {"learner": "learner", "lmsid": "lms_id", "email": "email", "name": "name", "fullname": "name",
-           "sisuserid": "sis_user_id", "sisloginid": "sis_login_id", "section": "section"}
+           "sisuserid": "sis_user_id", "sisloginid": "sis_login_id", "section": "section",
+           "anonymousid": "anonymous_id"}
 
 
 def _key(name):
@@ -47,7 +50,8 @@ def _rows(path):
 
 
 def read_roster(path):
-    """[{learner, lms_id, email, name, sis_user_id, sis_login_id, section}] from a roster file, in its order.
+    """[{learner, lms_id, email, name, sis_user_id, sis_login_id, section, anonymous_id}] from a roster
+    file, in its order.
 
     A roster with no header row gives learners with no ids (and must have one field a row).
     ValueError, with the line, for a malformed roster.

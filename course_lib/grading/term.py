@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from course_lib.grading.book import plain, write_csv
-from course_lib.grading.lateness import late_by, parse_due, parse_penalty, penalty_share, zone
+from course_lib.grading.lateness import (FLAGGED, LATE, flag_of, late_by, parse_due, parse_penalty,
+                                         penalty_share, zone)
 from course_lib.grading.overrides import STORED, read_overrides, write_overrides
 from course_lib.grading.partial import automatic_points, cases_text, parse_cases, DECIMALS
 from course_lib.grading.questions import is_question
@@ -29,6 +30,7 @@ SETTINGS = "term.json"
 ROSTER = "roster.csv"   # the roster's kept copy
 NONE = "none"  # given for an option, drops its kept value
 LMSES = ("canvas", "moodle")
+LATENESS_UNKNOWN = "late, by a time not given"   # `lateness` of a hand-in the LMS flagged late without a time
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,10 @@ def show(out):
 
 
 def submitted_text(when, term):
-    """A submission time as the gradebook writes it: ISO 8601 in the term's zone, with its offset."""
+    """A submission time as the gradebook writes it: ISO 8601 in the term's zone, with its offset;
+    an LMS's flag without a time (lateness.LATE, ON_TIME) as its words (lateness.FLAGGED)."""
+    if isinstance(when, str):
+        return FLAGGED[when]
     return when.astimezone(term.tz()).isoformat(timespec="seconds")
 
 
@@ -215,9 +220,14 @@ def finish(row, term):
     share, due = 0.0, term.due.get(row["lesson"])
     row["lateness"] = row["penalty"] = ""
     if due is not None and row["submitted"]:
-        late = late_by(datetime.datetime.fromisoformat(row["submitted"]), due)
+        flag = flag_of(row["submitted"])   # an LMS that said late or on time, and gave no time
+        if flag is None:
+            late = late_by(datetime.datetime.fromisoformat(row["submitted"]), due)
+        else:
+            late = LATE if flag == LATE else datetime.timedelta(0)
         share = penalty_share(late, term.penalty)
-        row["lateness"], row["penalty"] = str(late), f"{share * 100:g}%"
+        row["lateness"] = LATENESS_UNKNOWN if late == LATE else str(late)
+        row["penalty"] = f"{share * 100:g}%"
     auto = before * (1 - share)
     override = term.overrides.get((row["learner"], row["lesson"], row["exercise"]))
     row.update(points_before_penalty=_points(before), auto_points=_points(auto),

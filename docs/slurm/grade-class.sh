@@ -6,13 +6,16 @@
 #   docs/slurm/grade-class.sh submissions/ grades/ 8 --roster roster.csv --export canvas
 #
 # Run it from the course's folder on a login node; CLASS and OUT must be on a file system that
-# every node sees. Shard K (1 to SHARDS) grades its part of CLASS into OUT-K/; the last job
+# every node sees. sbatch reads the cluster's slurm.conf (/etc/slurm/slurm.conf), or the one
+# SLURM_CONF names: with a configuration of your own, `export SLURM_CONF=/path/to/slurm.conf`
+# first (the jobs inherit it). Shard K (1 to SHARDS) grades its part of CLASS into OUT-K/; the last job
 # merges the parts into OUT/, then runs the whole class's command there once more, which grades
 # nothing already graded and writes what merge leaves out: similarity.csv and the --export files.
 # The grading options (--roster, --lessons, --due, --late-penalty, --export, ...) go to every
 # shard and to that last command. Each job's output is in OUT-slurm/.
 #
-# Resources, from the environment (the defaults fit a node of 2 CPUs and 4 GB):
+# Resources, from the environment (the defaults, 1 CPU and 3 GB a shard, run two shards at once
+# on a node of 2 CPUs and 6 GB, one at a time on a node of 2 CPUs and 4 GB):
 #   CPUS_PER_SHARD=1     CPUs of each shard, and the notebooks it grades at once (--jobs)
 #   MEM_PER_SHARD=3G     memory of each shard (default: 3G per CPU): a shard's log that says a
 #                        kernel died, or Slurm's OUT_OF_MEMORY, asks for more

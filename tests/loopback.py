@@ -1,12 +1,18 @@
 """Check an answer as the grader does: the checker on one side, the learner's function behind data.
 
-`replayed(name, fn)` runs check_<name> as the grader runs it (`remote.run_check`, with inputs
+`graded(name, fn)` runs check_<name> as the grader runs it (`remote.run_check`, with inputs
 from a grading's seed) on a stand-in for `fn` that passes every call, follow-up and result
 through the grader's wire format (`wire`: arguments encoded and decoded before fn sees them,
 its result and the arguments as it left them encoded and decoded before the checker does),
 with fn run in this process. A checker that reaches the learner's function any other way, or
-passes something that cannot travel, fails here as it would in the grade.
+passes something that cannot travel, fails here as it would in the grade; and the functions the
+call is watched for are seen only where the graded kernel's watch sees them (`kernel._tables`:
+course_lib's functions named in a checker module's module-level tables or named as the exercise,
+others only when such a table names them), so a forbidden function written inline in a checker,
+which the grade could not see, is not seen here either.
 """
+import functools
+import os
 import sys
 
 from course_lib import checks
@@ -19,9 +25,11 @@ BASE_SEED = 7_654_321   # not 0: the inputs a grading draws differ from the lear
 class Loopback:
     """The grader's Remote, with the learner's function `fn` called in this process behind the wire."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, exercise=None, modules=()):
+        """With `exercise`, the watch's tables are those of the checker `modules` (its lesson's)."""
         self.fn, self.last = fn, None
         self.kind = None if callable(fn) else type(fn).__name__
+        self.watch = (exercise, *_tables(tuple(modules))) if exercise else None
 
     def names(self, n):
         return core._parameter_names(self.fn, n)
@@ -36,7 +44,7 @@ class Loopback:
         given = self._across(list(args) + list(kwargs.values()))
         a, k = given[:len(args)], dict(zip(kwargs, given[len(args):]))
         seen, found = {}, {}
-        spy = _Labels(found)
+        spy = _Labels(found, self.watch)
         inside = around() if around is not None else core.contextlib.nullcontext()
         try:
             with spy, inside:
@@ -68,23 +76,49 @@ class Loopback:
         return {"observed": self._observe(observer, self._across([data])[0])}
 
 
-class _Labels:
-    """Notes the label of every course_lib function and builtin called, as the grader's watch names them."""
+@functools.cache
+def _tables(modules):
+    """(course_lib's folder, the labels of the course's functions the tables name, {id(code): label},
+    {id(builtin): label}) of the graded kernel's watch for these checker modules."""
+    import course_lib
+    from course_lib.grading import kernel
+    lib = os.path.dirname(os.path.abspath(course_lib.__file__)) + os.sep
+    (_, wanted, py_table, c_table, _), keep = kernel._tables(list(modules), lib, dict(core.LEARNER_SIDE))
+    _KEPT.append(keep)   # (the ids stay theirs)
+    return lib, wanted, py_table, c_table
 
-    def __init__(self, found):
-        self.found, self.cache = found, {}
+
+_KEPT = []
+
+
+class _Labels:
+    """Notes the label of every function called that the grader's watch would report: with `watch`
+    (exercise, lib, wanted, py_table, c_table) as the kernel's watch does, else every one."""
+
+    def __init__(self, found, watch=None):
+        self.found, self.cache, self.watch = found, {}, watch
+
+    def _label(self, code, module):
+        if self.watch is None:
+            fake = type("f", (), {"__code__": code, "__module__": module, "__qualname__": code.co_qualname})
+            return core.label_of(fake)
+        exercise, lib, wanted, py_table, _ = self.watch
+        if not code.co_filename.startswith(lib):
+            return py_table.get(id(code))
+        rel = code.co_filename[len(lib):-3].replace("/", ".").removesuffix(".__init__")
+        label = f"course_lib.{rel}.{code.co_qualname}"
+        seen = code.co_name == exercise or label in wanted or rel.startswith(("checks", "grading"))
+        return label if seen else None
 
     def _profile(self, frame, event, arg):
         if event == "call":
             key = frame.f_code
             if key not in self.cache:
-                fake = type("f", (), {"__code__": key, "__module__": frame.f_globals.get("__name__"),
-                                      "__qualname__": key.co_qualname})
-                self.cache[key] = core.label_of(fake)
+                self.cache[key] = self._label(key, frame.f_globals.get("__name__"))
         elif event == "c_call":
             key = id(arg)
             if key not in self.cache:
-                self.cache[key] = core.label_of(arg)
+                self.cache[key] = core.label_of(arg) if self.watch is None else self.watch[4].get(key)
         else:
             return
         if self.cache[key] is not None:
@@ -98,11 +132,12 @@ class _Labels:
         sys.setprofile(self.before)
 
 
-def replayed(name, fn, base_seed=BASE_SEED):
+def graded(name, fn, base_seed=BASE_SEED):
     """(status, what the check said): passed (its pass line), failed (its feedback), unfinished (the
     stub's message), as the grader decides it for fn."""
     check = getattr(checks, f"check_{name}")   # its module imported: its learner_side functions known
-    status, said, _ = remote.run_check(check, remote.Function(name, Loopback(fn)), base_seed)
+    loop = Loopback(fn, name, [check.__module__])
+    status, said, _ = remote.run_check(check, remote.Function(name, loop), base_seed)
     for prefix in ("AssertionError: ", "NotImplementedError: "):
         said = said.removeprefix(prefix)
     return status, said
