@@ -494,6 +494,8 @@ logging.getLogger("mine").warning("a log line")
 warnings.warn("a warning of my own")
 import debugpy  # a library the graded kernel started without: the real one, all the same
 assert debugpy.__file__.endswith("__init__.py")
+import os  # the grader runs under a hub here (graded_class): its token and address never reach us
+assert not [k for k in os.environ if k.startswith(("JUPYTERHUB_", "JPY_", "COURSE_LIVE"))], "hub settings"
 return ids[:-1], ids[1:]"""
 HONEST = ["habits", "later_helper", "never_run", "v3", "subfolder", "exec_answer", "globals_answer"]
 
@@ -570,7 +572,12 @@ def graded_class(tmp_path_factory):
 
     # The timed learners' kernels mostly sleep until their limit stops them: graded beside the
     # shared class, in a thread of this process, they add little to its time.
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    # As in an instructor's server on a hub with the live view: the honest learner "habits"
+    # fails if a graded kernel sees any of it (a kernel could report to the hub as a learner).
+    with pytest.MonkeyPatch.context() as hub, ThreadPoolExecutor(max_workers=1) as pool:
+        for key in ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTERHUB_SERVICE_URL"):
+            hub.setenv(key, "the-instructors-own")
+        hub.setenv("COURSE_LIVE_URL", "http://127.0.0.1:9/services/live/")
         timed = pool.submit(grade_timed_class, base, lessons_folder)
         rows, problems = gradebook.grade_class(folder, out, jobs=2, roster=roster, cell_timeout=TIMEOUT,
                                                notebook_timeout=240, memory_gib=3, log=record,
@@ -1380,3 +1387,12 @@ def test_a_checker_of_the_graded_copy_patched_and_restored_decides_nothing(tmp_p
     r = next(r for r in graded.results if r.exercise == EXERCISE)
     assert (r.status, r.points) == ("failed", 0), graded.log
     assert UNSHIFTED.hint in r.feedback and "changed the grading copy" not in r.feedback
+
+
+def test_a_notebooks_environment_never_holds_the_hubs_token_or_the_live_views_address(monkeypatch, tmp_path):
+    for key in ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "COURSE_LIVE_URL", "PYTEST_CURRENT_TEST"):
+        monkeypatch.setenv(key, "the-instructors-own")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    for env in (sandbox.own_env({"EXTRA": "1"}), sandbox.sandbox_env(tmp_path, {"EXTRA": "1"})):
+        assert not [k for k in env if k.startswith(sandbox.NEVER_PASSED)], sorted(env)
+        assert env["EXTRA"] == "1" and env["LANG"] == "C.UTF-8"

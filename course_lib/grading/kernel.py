@@ -843,7 +843,11 @@ def run_kernel(argv, config, **app):
     It imports first what its lesson does (config's "preload": their import counts as the kernel's
     start-up), keeps its input history in memory (In, Out and %history work, with no database to
     write) and starts without its debugger (about 0.1 s of CPU); a notebook that imports debugpy
-    gets the real one."""
+    gets the real one. Whatever launched it, it keeps nothing of `sandbox.NEVER_PASSED` in its
+    environment: no hub's token, no live view's address."""
+    from course_lib.grading.sandbox import NEVER_PASSED
+    for key in [k for k in os.environ if k.startswith(NEVER_PASSED)]:
+        del os.environ[key]
     for name in config.get("preload") or ():
         try:
             __import__(name)

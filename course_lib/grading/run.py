@@ -38,7 +38,7 @@ from course_lib.grading.questions import grade_questions, questions_not_graded
 from course_lib.grading.kernel import NO_SERVER
 from course_lib.grading.remote import Served, Unserved, server_pipes
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
-                                        UNSANDBOXED, bwrap_command, give_to, learner_uid, process_limit,
+                                        UNSANDBOXED, bwrap_command, give_to, learner_uid, own_env, process_limit,
                                         sandbox_env, sandbox_uid, unavailable)
 from course_lib.grading.submissions import identify, read_submission, submission_hash
 from course_lib.grading.verdicts import Result, _cell_name, stopped_at, verdicts
@@ -187,8 +187,7 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
         give_to(records, uid)
         env = sandbox_env(folder, extra)
     else:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-        env.update(extra)
+        env = own_env(extra)
     log = private / "pytest.log"
     with log.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.PIPE, stdout=out,

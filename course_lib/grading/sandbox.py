@@ -42,6 +42,11 @@ SANDBOXED, UNSANDBOXED = "bubblewrap", "none"
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # The environment a sandboxed process gets: these, and nothing else of the grader's.
 KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+# What a notebook's run never gets of the grader's environment, unsandboxed too: pytest's own
+# settings, and a JupyterHub's token and addresses (JPY_API_TOKEN is the token's older name) and
+# the live view's settings, so that nothing run in a graded kernel can report to a hub as a learner
+# (course_lib.checks.report) when the grader runs in an instructor's server on one.
+NEVER_PASSED = ("PYTEST_", "JUPYTERHUB_", "JPY_API_TOKEN", "COURSE_LIVE")
 # Bytes a notebook graded in a job's sandbox may write in all (its copy, /tmp and /dev/shm share
 # one size-capped file system), and the most its SysV shared memory may hold besides: an honest
 # notebook writes a few MB; an attack filled the disk.
@@ -220,6 +225,14 @@ def sandbox_env(copy, extra=()):
     env = {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(HOME=str(copy), TMPDIR="/tmp", MPLCONFIGDIR=str(Path(copy) / ".matplotlib"))
+    env.update(extra)
+    return env
+
+
+def own_env(extra=()):
+    """The environment of a notebook run as the grader's own user, without a sandbox: the grader's,
+    less what it never passes on (`NEVER_PASSED`)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(NEVER_PASSED)}
     env.update(extra)
     return env
 
