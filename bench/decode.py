@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python bench/decode.py [--lengths 64 256 512] [--batches 1 8] [--repeats 3]
     OMP_NUM_THREADS=1 python bench/decode.py --profile   # where a fast decode step's time goes
     OMP_NUM_THREADS=1 python bench/decode.py --tied-layers   # the same steps, one block's weights
-    OMP_NUM_THREADS=1 python bench/decode.py --compiled      # a compiled step against the eager one
+    OMP_NUM_THREADS=1 python bench/decode.py --compiled      # compiled steps against the eager one
 
 The model is an untrained TinyLM with room for the longest run (weights do not change
 the speed). `decode`: generated tokens per second over a whole greedy generation
@@ -23,16 +23,12 @@ absolute figures, and the ratios, measured in turns, less.
 On CUDA the fast loop runs eagerly, as on the CPU: neither CUDA graphs nor torch.compile
 is used, since neither has been measured on a GPU yet.
 
-`--compiled` measures the lever issue 23 left untried, a decode step compiled by
-torch.compile (inductor) so that one graph serves every position, against generate's eager
-step (FastDecoder.step without oneDNN), at batch 1 on the 4 x 128 model after a 16-token
-prompt, in turns, the median of --repeats rounds of 200 steps each: "static" passes the
-position as a tensor and attends over the whole preallocated cache with a mask (fixed
-shapes), "dynamic" passes it as an int that the graph keeps symbolic and attends over the
-filled part only, as the eager step does. It prints each one's compile time, its time per
-step, the eager step's and nanoGPT's forward's, and the largest logit difference and whether
-the greedy tokens agree over the steps timed. generate does not use it: it measured slower
-than the eager step on a CPU (docs/benchmarks.md).
+`--compiled` measures the lever issue 23 left untried and issue 45 asks for, a compiled
+decode step, six ways (torch.compile with and without a C++ wrapper and freezing, with
+symbolic or fixed shapes, torch.jit.trace + freeze, and AOTInductor), each against
+generate's eager step and nanoGPT's forward, by CPU time and wall time, with each way's
+build time and how far its logits are from the eager step's: bench/compiled_decode.py
+describes them. generate does not use them (docs/benchmarks.md says why).
 """
 import argparse
 import contextlib
@@ -81,7 +77,14 @@ def main(argv=None):
     parser.add_argument("--profile", action="store_true",
                         help="only profile 100 fast decode steps at batch 1 (torch.profiler)")
     parser.add_argument("--compiled", action="store_true",
-                        help="only time a torch.compile'd decode step against the eager one")
+                        help="only time compiled decode steps against the eager one "
+                             "(bench/compiled_decode.py)")
+    parser.add_argument("--ways", nargs="+", default=None, metavar="WAY",
+                        help="with --compiled: which ways to build (default: all)")
+    parser.add_argument("--steps", type=int, default=500,
+                        help="with --compiled: greedy steps timed per round (default 500)")
+    parser.add_argument("--warm-cache", action="store_true",
+                        help="with --compiled: use inductor's own cache, not a new empty one")
     args = parser.parse_args(argv)
 
     device = torch.device(args.device) if args.device else pick_device(verbose=False)
@@ -95,7 +98,10 @@ def main(argv=None):
     if args.profile:
         return profile(model, args.prompt, device)
     if args.compiled:
-        return compiled(model, args.prompt, device, args.repeats, load_before)
+        if args.ways is None:
+            import compiled_decode
+            args.ways = list(compiled_decode.WAYS)
+        return compiled(model, args.prompt, device, args, load_before)
     reference = NanoGPTShaped(block_size=config.max_len, width=args.d_model, n_heads=4,
                               n_layers=args.n_layers).to(device).eval()
     runs, prefills = [], []
@@ -197,128 +203,34 @@ def profile(model, prompt_len, device, steps=100):
     return 0
 
 
-def _step_weights(model):
-    """The weights a decode step reads, as one flat list: the arguments of the compiled step."""
-    flat = [model.tok_emb.weight, model.pos_emb.weight, model.norm.weight, model.norm.bias]
-    for b in model.blocks:
-        flat += [b.norm1.weight, b.norm1.bias, b.attn.qkv.weight, b.attn.proj.weight,
-                 b.norm2.weight, b.norm2.bias, b.mlp.up.weight, b.mlp.up.bias,
-                 b.mlp.down.weight, b.mlp.down.bias]
-    return flat
-
-
-def _static_step(tokens, pos, keys, values, emb, pos_table, norm_w, norm_b, *layers):
-    """FastDecoder.step for the default TinyLM with fixed shapes: pos a 0-d tensor, each
-    layer's whole (B, H, max_len, D) cache attended with a mask of the filled positions."""
-    B, (_, H, M, D) = tokens.shape[0], keys[0].shape
-    C = H * D
-    x = F.embedding(tokens, emb) + F.embedding(pos.view(1), pos_table)  # (B, C)
-    filled = (torch.arange(M, device=tokens.device) <= pos).view(1, 1, 1, M)
-    for k_all, v_all, w in zip(keys, values, [layers[i:i + 10] for i in range(0, len(layers), 10)]):
-        n1w, n1b, wqkv, wproj, n2w, n2b, upw, upb, dw, db = w
-        heads = F.linear(F.layer_norm(x, (C,), n1w, n1b), wqkv).view(B, 3 * H, 1, D)
-        k_all.index_copy_(2, pos.view(1), heads[:, H:2 * H])
-        v_all.index_copy_(2, pos.view(1), heads[:, 2 * H:])
-        a = F.scaled_dot_product_attention(heads[:, :H], k_all, v_all, attn_mask=filled)
-        x = x + F.linear(a.reshape(B, C), wproj)
-        x = x + F.linear(F.gelu(F.linear(F.layer_norm(x, (C,), n2w, n2b), upw, upb)), dw, db)
-    return F.linear(F.layer_norm(x, (C,), norm_w, norm_b), emb)
-
-
-def _dynamic_step(tokens, pos, keys, values, emb, pos_table, norm_w, norm_b, *layers):
-    """The same with pos an int, attending over the filled positions only, as FastDecoder."""
-    B, (_, H, M, D) = tokens.shape[0], keys[0].shape
-    C = H * D
-    x = F.embedding(tokens, emb) + pos_table[pos]  # (B, C)
-    for k_all, v_all, w in zip(keys, values, [layers[i:i + 10] for i in range(0, len(layers), 10)]):
-        n1w, n1b, wqkv, wproj, n2w, n2b, upw, upb, dw, db = w
-        heads = F.linear(F.layer_norm(x, (C,), n1w, n1b), wqkv).view(B, 3 * H, 1, D)
-        k_all[:, :, pos:pos + 1] = heads[:, H:2 * H]
-        v_all[:, :, pos:pos + 1] = heads[:, 2 * H:]
-        a = F.scaled_dot_product_attention(heads[:, :H], k_all[:, :, :pos + 1],
-                                           v_all[:, :, :pos + 1])
-        x = x + F.linear(a.reshape(B, C), wproj)
-        x = x + F.linear(F.gelu(F.linear(F.layer_norm(x, (C,), n2w, n2b), upw, upb)), dw, db)
-    return F.linear(F.layer_norm(x, (C,), norm_w, norm_b), emb)
-
-
-def compiled(model, prompt_len, device, repeats, load_before, steps=200):
-    """Compiled decode steps (static and dynamic) against generate's eager one, in turns."""
-    from course_lib.device import cannot_compile
-    why = cannot_compile(device)
+def compiled(model, prompt_len, device, args, load_before):
+    """Compiled decode steps against generate's eager one (bench/compiled_decode.py)."""
+    import compiled_decode
+    why = compiled_decode.why_not(device)
     if why:
         print(f"error: {why}", file=sys.stderr)
         return 2
-    c = model.config
-    if c.positions != "learned" or c.norm != "layernorm" or c.mlp != "gelu" or c.attn_bias:
-        print("error: --compiled times the default TinyLM (GELU, LayerNorm, a position table)",
+    unknown = set(args.ways) - set(compiled_decode.WAYS)
+    if unknown:
+        print(f"error: unknown ways {sorted(unknown)}; choose among {compiled_decode.WAYS}",
               file=sys.stderr)
         return 2
-    steps = min(steps, c.max_len - prompt_len - 3)  # room for the compiling steps and these
+    c = model.config
     prompt = torch.randint(0, 256, (1, prompt_len), generator=torch.Generator().manual_seed(0))
-    prompt, weights = prompt.to(device), _step_weights(model)
     reference = NanoGPTShaped(block_size=c.max_len, width=c.d_model, n_heads=c.n_heads,
                               n_layers=c.n_layers).to(device).eval()
-    with torch.inference_mode():
-        cache = KVCache.for_model(model, 1)
-        model(prompt, cache)
-        start_keys, start_values = cache.keys.clone(), cache.values.clone()
-    ways, compile_seconds = {}, {}
-    for name, fn, dynamic in (("static", _static_step, False), ("dynamic", _dynamic_step, True)):
-        step = torch.compile(fn, fullgraph=True, dynamic=dynamic)
-        keys, values = (list(t.clone().unbind(0)) for t in (start_keys, start_values))
-        as_pos = (lambda p: torch.tensor(p, device=device)) if name == "static" else int
-        start = time.perf_counter()
-        with torch.inference_mode(), _without_onednn():
-            for p in (prompt_len, prompt_len + 1, prompt_len + 2):  # past any recompiling
-                step(prompt[:, -1], as_pos(p), keys, values, *weights)
-        compile_seconds[name] = round(time.perf_counter() - start, 2)
-        ways[name] = (step, keys, values, as_pos)
-    decoder = FastDecoder(model, cache)
-
-    def run(name):
-        """`steps` greedy steps from the prompt; (seconds, the logits of each step)."""
-        token, out = prompt[:, -1], []
-        with torch.inference_mode(), _without_onednn():
-            if name == "eager":
-                cache.keys.copy_(start_keys), cache.values.copy_(start_values)
-                cache.length = prompt_len
-            start = time.perf_counter()
-            for i in range(steps):
-                if name == "eager":
-                    logits = decoder.step(token)
-                else:
-                    step, keys, values, as_pos = ways[name]
-                    logits = step(token, as_pos(prompt_len + i), keys, values, *weights)
-                out.append(logits)
-                token = logits.argmax(-1)
-            return time.perf_counter() - start, torch.cat(out)
-
-    times = {name: [] for name in ("eager", *ways)}
-    logits, forwards, one = {}, [], prompt[:, :1]
-    for _ in range(repeats):  # in turns, nanoGPT's forward among them
-        for name in times:
-            took, logits[name] = run(name)
-            times[name].append(took / steps)
-        with torch.no_grad():
-            forwards.append(seconds(lambda: [reference(one) for _ in range(steps)], device) / steps)
-    forward = statistics.median(forwards)
-    eager = statistics.median(times["eager"])
+    try:
+        figures = compiled_decode.measure(model, reference, prompt, args.ways, args.steps,
+                                          args.repeats, args.warm_cache)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(json.dumps(dict(
-        machine=dict(machine(device), repeats=repeats,
+        machine=dict(machine(device), repeats=args.repeats,
                      load_average_before=[round(x, 2) for x in load_before],
                      load_average_after=[round(x, 2) for x in os.getloadavg()]),
-        steps=steps, compile_seconds=compile_seconds,
-        ms_per_step={name: round(1e3 * statistics.median(t), 4) for name, t in times.items()},
-        nanogpt_forward_ms=round(1e3 * forward, 4),
-        over_nanogpt_forward={name: round(statistics.median(t) / forward, 3)
-                              for name, t in times.items()},
-        over_eager={name: round(statistics.median(t) / eager, 3) for name, t in times.items()},
-        largest_logit_difference_to_eager={
-            name: float((logits[name] - logits["eager"]).abs().max()) for name in ways},
-        same_greedy_tokens={name: bool(torch.equal(logits[name].argmax(-1),
-                                                   logits["eager"].argmax(-1)))
-                            for name in ways}), indent=2))
+        model=dict(d_model=c.d_model, n_layers=c.n_layers, max_len=c.max_len, prompt=prompt_len),
+        **figures), indent=2))
     return 0
 
 

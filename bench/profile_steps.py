@@ -5,8 +5,8 @@
     COURSE_CPU_BF16=1 OMP_NUM_THREADS=1 python bench/profile_steps.py   # the bf16 branch
 
 The training step is the one `python -m course_lib.train --preset cpu` runs on this CPU
-(course_lib.training.cpu_preset, which COURSE_CPU_BF16 forces either way): a fresh 4 x 128
-RoPE TinyLM, batch 24 x 64, forward under the preset's autocast, loss, backward, clipping,
+(course_lib.training.cpu_preset, which COURSE_CPU_BF16 forces either way): a fresh TinyLM of
+the preset's shape (3 x 128 since issue 45's second round; 4 x 128 before), batch 24 x 64, forward under the preset's autocast, loss, backward, clipping,
 Muon and fused AdamW, as course_lib.training.train runs them, on one fixed batch. The decode
 step is `generate`'s default: FastDecoder.step at batch 1 without oneDNN, on an untrained
 TinyLM of width 128 and 4 layers with room for 528 positions (bench/decode.py's model),

@@ -13,10 +13,11 @@ CPU mode. On the first 1,115,394 bytes of --data (the size of nanoGPT's tiny Sha
             table, block 64, batch 12, 2,000 steps, AdamW at 1e-3, 100 warm-up steps then
             cosine decay to 1e-4, float32 (TrainConfig's defaults)
     fast    what `python -m course_lib.train --preset cpu` runs on this CPU
-            (course_lib.training.cpu_preset): the same size of model with RoPE instead of
-            the table, Muon (course_lib.muon, peak lr 0.03) for the hidden matrices and
-            AdamW's fused kernel at lr 4e-3 for the rest, batch 24 for 270 steps (27 of
-            them warm-up), in float32; where the CPU has bfloat16 instructions, with bf16
+            (course_lib.training.cpu_preset): a smaller model (3 layers of width 128, an
+            MLP of width 384, 2 key/value heads) with RoPE instead of the table, Muon
+            (course_lib.muon, peak lr 0.03) for the hidden matrices and AdamW's fused
+            kernel at lr 4e-3 for the rest, batch 24 for 300 steps (30 of them warm-up),
+            in float32; where the CPU has bfloat16 instructions, with bf16
             autocast and Muon's iterations in bfloat16 (--cpu-settings float32 runs the
             float32 branch on any CPU). The JSON says which it ran.
 
@@ -45,9 +46,14 @@ took 0.37 of the recipe's CPU time at its loss, so the preset takes them. For th
 branch, Newton-Schulz in bfloat16 (`--fast-muon-bf16 true`, 300 steps) reached 1.409, and with
 270 steps 1.435 and 1.433 (seeds 0 and 1), in 0.77 of the CPU time of the 300 steps it ran
 before (on an EPYC with AVX512-BF16 at load 7 to 9), so that branch takes them; in float32,
-270 steps reached 1.428 and 1.433 (seeds 0 and 1), so both branches run 270. `--fast-norm` and
-`--fast-mlp` swap in the modern block's parts (not tuned yet). docs/benchmarks.md lists
-every run. On Shakespeare,
+270 steps reached 1.428 and 1.433 (seeds 0 and 1), so both branches ran 270. Then, for
+issue 45's quarter of the recipe's time (a step is bound by its matrix products), smaller
+models, one setting at a time (`--fast-layers`, `--fast-d-ff`, `--fast-kv-heads`,
+`--fast-ns-steps`, `--fast-d-model`, `--fast-untied`): 3 layers, an MLP of width 384 and 2
+key/value heads at 300 steps reached 1.425 and 1.424 in float32 (seeds 0 and 1) and 1.428 and
+1.425 in bf16, in about 0.65 and 0.75 of the CPU time of the 270 steps of 4 x 128 before, so
+both branches take them. `--fast-norm` and `--fast-mlp` swap in the modern block's parts (not
+tuned yet). docs/benchmarks.md lists every run. On Shakespeare,
 the earlier bf16 settings (a position table, 800 steps) had reached the recipe's loss in
 0.47 of its time on a CPU with AVX512-BF16, and in 0.80 of it in float32 on one without.
 
@@ -122,11 +128,23 @@ def machine(device):
     except OSError:
         pass
     info = dict(device=str(device), cpu=cpu, logical_cpus=os.cpu_count(),
-                cpu_capability=torch.backends.cpu.get_cpu_capability(),
+                cpu_capability=torch.backends.cpu.get_cpu_capability(), cpu_flags=cpu_flags(),
                 torch=torch.__version__, threads=torch.get_num_threads())
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     return info
+
+
+def cpu_flags():
+    """The CPU's vector and matrix extensions that torch's kernels use, from /proc/cpuinfo
+    (None where it cannot be read)."""
+    try:
+        flags = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo")
+                      if line.startswith("flags")), [])
+    except OSError:
+        return None
+    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
+    return [f for f in wanted if f in flags]
 
 
 def run(name, model_config, cfg, train_ids, val_ids, device, eval_batches=EVAL["n_batches"],
@@ -178,6 +196,13 @@ def main(argv=None):
     p.add_argument("--fast-muon-lr", type=float)
     p.add_argument("--fast-muon-bf16", choices=("true", "false"),
                    help="Muon's Newton-Schulz iterations in bfloat16 (or float32)")
+    p.add_argument("--fast-ns-steps", type=int, help="Muon's Newton-Schulz iterations an update")
+    p.add_argument("--fast-layers", type=int, help="the preset model's number of layers")
+    p.add_argument("--fast-d-ff", type=int, help="the preset model's MLP width")
+    p.add_argument("--fast-d-model", type=int, help="the preset model's width")
+    p.add_argument("--fast-kv-heads", type=int, help="the preset model's key/value heads")
+    p.add_argument("--fast-untied", action="store_true",
+                   help="the preset model's head as its own matrix, not the embedding's")
     p.add_argument("--fast-norm", choices=("layernorm", "rmsnorm"))
     p.add_argument("--fast-mlp", choices=("gelu", "swiglu"))
     p.add_argument("--only-fast", action="store_true",
@@ -215,14 +240,20 @@ def main(argv=None):
                                     ("beta2", args.fast_beta2),
                                     ("grad_clip", args.fast_grad_clip),
                                     ("optimizer", args.fast_optimizer),
-                                    ("muon_lr", args.fast_muon_lr)) if v is not None})
+                                    ("muon_lr", args.fast_muon_lr),
+                                    ("muon_ns_steps", args.fast_ns_steps)) if v is not None})
     if args.fast_muon_bf16 is not None:
         tuned["muon_bf16"] = args.fast_muon_bf16 == "true"
     fast = replace(fast, **tuned)
     if args.fast_positions:
         model_config = replace(model_config, positions=args.fast_positions)
-    model_tuned = {k: v for k, v in (("norm", args.fast_norm), ("mlp", args.fast_mlp))
+    model_tuned = {k: v for k, v in (("norm", args.fast_norm), ("mlp", args.fast_mlp),
+                                     ("n_layers", args.fast_layers), ("d_ff", args.fast_d_ff),
+                                     ("d_model", args.fast_d_model),
+                                     ("n_kv_heads", args.fast_kv_heads))
                    if v is not None}
+    if args.fast_untied:
+        model_tuned["tie_embeddings"] = False
     model_config = replace(model_config, **model_tuned)
     tuned.update(model_tuned)
     if args.quick:

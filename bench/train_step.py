@@ -6,7 +6,9 @@
     OMP_NUM_THREADS=1 python bench/train_step.py --variants adamw_only  # the preset and one
     OMP_NUM_THREADS=1 python bench/train_step.py --newton-schulz  # Muon's iterations alone
 
-The step is the preset's (course_lib.training.cpu_preset("float32"): a 4 x 128 RoPE TinyLM,
+The step is the preset's (course_lib.training.cpu_preset("float32"): a 3 x 128 RoPE TinyLM
+with an MLP of width 384 and 2 key/value heads (4 x 128, MLP 512, 4 heads, before issue 45's
+second round: the figures in docs/benchmarks.md dated before 2026-12-04 evening are of that),
 batch 24 x 64, Muon for the hidden matrices and AdamW's fused update for the rest; docs/benchmarks.md
 says which of its figures were taken when it was AdamW's foreach update alone): forward, loss, backward, clipping, update, as
 course_lib.training.train runs it. Each variant changes one part:
@@ -23,6 +25,11 @@ course_lib.training.train runs it. Each variant changes one part:
     fused_flush        adamw_fused and flush_denormal together
     adamw_only         AdamW for every parameter (TrainConfig.optimizer="adamw"), the preset
                        before it took Muon: what Muon's Newton-Schulz iterations cost a step
+    newton_schulz_3    3 Newton-Schulz iterations an update instead of 5 (muon_ns_steps)
+    no_onednn          torch's own CPU kernels instead of oneDNN's (torch.backends.mkldnn off),
+                       as generate decodes
+    four_by_128        the preset's model before issue 45's second round: 4 layers, an MLP of
+                       width 512, 4 key/value heads (nanoGPT's recipe's shape)
 
 `same_losses_as_the_preset` says, for each variant of the same model and batch size, whether
 its steps gave the preset's losses bit for bit (flush_denormal does if no denormal occurs).
@@ -55,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from course_lib import attention  # noqa: E402
 from course_lib.device import cpu_has_bf16  # noqa: E402
+from course_lib.generation import _without_onednn  # noqa: E402
 from course_lib.model import TinyLM  # noqa: E402
 from course_lib.positions import pair_frequencies  # noqa: E402
 from course_lib.training import configure_optimizer, cpu_preset, next_token_loss  # noqa: E402
@@ -116,6 +124,9 @@ def variants():
         "batch_48": (mc, replace(cfg, batch_size=48), none),
         "fused_flush": (mc, replace(cfg, adamw="fused"), flush_denormal),
         "adamw_only": (mc, replace(cfg, optimizer="adamw"), none),
+        "newton_schulz_3": (mc, replace(cfg, muon_ns_steps=3), none),
+        "no_onednn": (mc, cfg, _without_onednn),
+        "four_by_128": (replace(mc, n_layers=4, d_ff=None, n_kv_heads=None), cfg, none),
     }
 
 
@@ -153,7 +164,7 @@ def loop_bookkeeping(calls=2000):
 
 
 def newton_schulz_calls(rounds=7):
-    """Median CPU ms of one step's Newton-Schulz iterations (the preset's 16 hidden matrices):
+    """Median CPU ms of one step's Newton-Schulz iterations (the preset's hidden matrices, 4 a layer):
     course_lib.muon.orthogonalize in float32, and torch.optim.Muon's, which casts to bfloat16.
     """
     from course_lib.muon import NS_COEFFICIENTS, hidden_matrices, orthogonalize

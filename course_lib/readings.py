@@ -4,7 +4,7 @@ A lesson that times or trains something on the learner's machine cannot know the
 advance: a CPU with bfloat16 instructions, a busy machine or a GPU changes them. So a sentence
 that reads a measurement is printed by the cell from the numbers it measured, with the words
 chosen here, and tests/test_readings.py checks the words on numbers from machines of both kinds.
-Lessons 06, 08 and 09 use it.
+Lessons 06, 07, 08 and 09 use it.
 """
 import math
 
@@ -347,3 +347,21 @@ def gelu_kernels(onednn_us, torch_us, size):
         verdict = "about the same either way"
     return (f"a GELU of {size} numbers, a decode step's, took {onednn_us:.1f} us through oneDNN "
             f"and {torch_us:.1f} us through torch's own kernel: {verdict}")
+
+
+def decode_loop(cannot_compile_why, device_type):
+    """Lesson 07: which decode loop `generate` ran here, and why it was not a compiled one.
+
+    cannot_compile_why is course_lib.device.cannot_compile(device): None where torch.compile
+    could build kernels for the device, else the reason it cannot.
+    """
+    ran = "generate ran its fast loop eagerly, one torch call after another (FastDecoder)"
+    if device_type != "cpu":
+        return (f"{ran}: on {device_type} no compiled step has been measured yet, so generate "
+                f"does not compile one")
+    if cannot_compile_why:
+        return (f"{ran}: this machine cannot compile a step at all "
+                f"({cannot_compile_why[0].lower() + cannot_compile_why[1:]})")
+    return (f"{ran}: this machine has a C++ compiler, so a compiled step could be built here, "
+            f"but on a CPU none of the ways measured pays for its build within a lesson "
+            f"(below)")

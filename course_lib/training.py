@@ -95,7 +95,7 @@ AUTOCAST = ("auto", "bf16", "off")
 ADAMW = ("default", "foreach", "fused")
 OPTIMIZERS = ("adamw", "muon")
 _SPEED_OPTIONS = ("autocast", "adamw", "tf32", "sync_every", "compile")
-_SHOWN_WHEN_SET = ("beta2", "optimizer", "muon_lr", "muon_bf16", *_SPEED_OPTIONS)  # in repr only when set
+_SHOWN_WHEN_SET = ("beta2", "optimizer", "muon_lr", "muon_bf16", "muon_ns_steps", *_SPEED_OPTIONS)  # in repr only when set
 
 
 @dataclass(frozen=True, repr=False)
@@ -118,6 +118,7 @@ class TrainConfig:
     optimizer: str = "adamw"
     muon_lr: float = 0.02
     muon_bf16: bool = False   # Muon's Newton-Schulz iterations in bfloat16 (see cpu_preset)
+    muon_ns_steps: int = 5    # Muon's Newton-Schulz iterations an update (course_lib.muon)
     eval_every: int = 50      # validation loss on fixed batches every eval_every steps and at the end
     eval_batches: int = 8
     seed: int = 0
@@ -133,7 +134,7 @@ class TrainConfig:
 
     def __post_init__(self):
         for name in ("steps", "batch_size", "block_size", "eval_every", "eval_batches",
-                     "sync_every"):
+                     "sync_every", "muon_ns_steps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"TrainConfig.{name} must be a positive integer, got {value!r}")
@@ -217,20 +218,24 @@ PRESETS["lesson06"] = PRESETS["cpu"]
 # recipe (4 x 128, block 64, batch 12, 2,000 steps at lr 1e-3) in less of its time, measured by
 # bench/time_to_quality.py (docs/benchmarks.md); the settings were chosen on its tuning split
 # (--dev), never on the validation text. Both take RoPE, which learns far faster per token than
-# a position table, and Muon (course_lib.muon) for the 16 hidden matrices at a peak of 0.03,
-# with AdamW's fused update at 4e-3 for the embedding and the norms and biases: in float32,
-# Muon reached the recipe's loss in 300 steps of 24 windows where AdamW alone needed 540, and
-# 270 steps reached 1.428 and 1.433 on the tuning split (seeds 0 and 1; the recipe's loss
-# + 0.02 is 1.448 and 1.460) in about 0.85 of the CPU time of 300, so both branches take 270.
+# a position table, and Muon (course_lib.muon) for the hidden matrices at a peak of 0.03, with
+# AdamW's fused update at 4e-3 for the embedding and the norms and biases: in float32, Muon
+# reached the recipe's loss in 300 steps of 24 windows where AdamW alone needed 540.
+# A step is bound by its matrix products (two thirds of it in float32, bench/profile_steps.py),
+# so the model is smaller than the recipe's (issue 45): 3 layers of width 128, an MLP of width
+# 384 (3 C, not 4 C) and 2 key/value heads for the 4 query heads (grouped-query attention,
+# lesson 08), 0.65 of a 4 x 128 step's CPU time; 300 such steps reached 1.425 and 1.424 on the
+# tuning split in float32 (seeds 0 and 1; the recipe's loss + 0.02 is 1.448 and 1.460), where
+# 270 steps of the 4 x 128 model had reached 1.428 and 1.433 in 1.5 times the CPU time.
 # "bf16" adds bf16 autocast, for CPUs with bfloat16 instructions (1.6x the tokens/s of float32
 # there; without them torch emulates bf16, slower than float32), and runs Muon's Newton-Schulz
 # iterations in bfloat16 too (18.6 against 27.6 ms of CPU a step on an EPYC with AVX512-BF16:
-# bench/train_step.py --newton-schulz): 270 such steps reached 1.435 and 1.433 on the tuning
+# bench/train_step.py --newton-schulz): 300 such steps reached 1.428 and 1.425 on the tuning
 # split. docs/benchmarks.md has the runs.
-_QUALITY_MODEL = ModelConfig(vocab_size=256, max_len=64, d_model=128, n_heads=4, n_layers=4,
-                             positions="rope")
-_QUALITY_RUN = TrainConfig(steps=270, batch_size=24, block_size=64, lr=4e-3, warmup_steps=27,
-                           eval_every=270, eval_batches=8, optimizer="muon", muon_lr=0.03,
+_QUALITY_MODEL = ModelConfig(vocab_size=256, max_len=64, d_model=128, n_heads=4, n_layers=3,
+                             d_ff=384, n_kv_heads=2, positions="rope")
+_QUALITY_RUN = TrainConfig(steps=300, batch_size=24, block_size=64, lr=4e-3, warmup_steps=30,
+                           eval_every=300, eval_batches=8, optimizer="muon", muon_lr=0.03,
                            adamw="fused", autocast="off")
 CPU_PRESETS = {
     "float32": (_QUALITY_MODEL, _QUALITY_RUN),
@@ -332,7 +337,7 @@ def configure_optimizer(model, cfg: TrainConfig):
     matrices = hidden_matrices(_unwrap(model))
     ratio = cfg.muon_lr / cfg.lr
     muon = Muon([{"params": matrices, "lr_ratio": ratio}], lr=lr_at(0, cfg) * ratio,
-                ns_dtype=torch.bfloat16 if cfg.muon_bf16 else None)
+                ns_steps=cfg.muon_ns_steps, ns_dtype=torch.bfloat16 if cfg.muon_bf16 else None)
     in_muon = {id(p) for p in matrices}
     groups = [dict(g, params=[p for p in g["params"] if id(p) not in in_muon], lr_ratio=1.0)
               for g in decay_groups(model, cfg.weight_decay)]

@@ -230,6 +230,7 @@ def test_the_time_to_quality_bench_runs_in_quick_mode(capsys):
     assert out["recipe"]["autocast"] == "auto" and out["recipe_model"]["positions"] == "learned"
     assert out["fast"]["autocast"] == ("bf16" if cpu_has_bf16() else "off")
     assert out["cpu_preset"]["settings"] == ("bf16" if cpu_has_bf16() else "float32")
+    assert isinstance(out["machine"]["cpu_flags"], list)  # the CPU's extensions beside its ratio
     assert out["fast_model"]["positions"] == "rope" and out["measured_on"] == "the validation part"
     assert len(out["machine"]["load_average_before"]) == 3 and out["data"]["slice_sha256"]
     assert time_to_quality.main(["--quick", "--cpu-settings", "float32"]) == 0
@@ -332,7 +333,7 @@ def test_the_cpu_preset_picks_its_settings_by_the_cpu(monkeypatch, has_bf16, set
     assert forced[0] == "float32" and forced[2].autocast == "off" and forced[3] == "chosen by hand"
     # the two differ only in precision: the same model, steps, batches and schedule
     (m32, c32), (m16, c16) = training.CPU_PRESETS["float32"], training.CPU_PRESETS["bf16"]
-    assert (c16.steps, c16.muon_bf16) == (270, True)
+    assert (c16.steps, c16.muon_bf16) == (300, True)
     assert m32 == m16 and c32 == replace(c16, autocast="off", muon_bf16=False)
     with pytest.raises(ValueError, match="settings must be 'auto' or one of"):
         training.cpu_preset("fp8")
@@ -412,19 +413,38 @@ def test_the_decode_benchs_tied_layers_share_block_0s_tensors_and_decode_the_sam
 
 
 def test_the_decode_benchs_compiled_steps_give_the_eager_steps_tokens(monkeypatch, capsys):
-    """bench/decode.py --compiled, its graphs traced by dynamo but run eagerly (inductor's C++
-    takes minutes on a busy CPU): both step functions match generate's step."""
+    """bench/decode.py --compiled, every way's graph traced or exported as it is for real but
+    run without inductor's C++ (which takes minutes on a busy CPU): torch.compile with the
+    eager backend, AOTInductor's exported program run as a module. Every way's logits follow
+    the eager step's and give its greedy tokens."""
+    import os
     import sys
     sys.path.insert(0, str(ROOT / "bench"))
     import decode
     real = torch.compile
-    monkeypatch.setattr(torch, "compile", lambda fn, **kw: real(fn, **{**kw, "backend": "eager"}))
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: real(
+        fn, **{**kw, "backend": "eager", "options": None}))
+    exported = {}
+
+    def package(program, package_path):
+        exported[package_path] = program
+        return package_path
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", package)
+    monkeypatch.setattr(torch._inductor, "aoti_load_package", lambda path: exported[path].module())
+    cache_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")  # importing torch._inductor may set it
     assert decode.main(["--compiled", "--repeats", "1", "--lengths", "40", "--d-model", "32",
-                        "--n-layers", "2", "--prompt", "4"]) == 0
+                        "--n-layers", "2", "--prompt", "4", "--steps", "30"]) == 0
     said = json.loads(capsys.readouterr().out)
-    assert set(said["ms_per_step"]) == {"eager", "static", "dynamic"}
-    assert said["same_greedy_tokens"] == {"static": True, "dynamic": True}
+    ways = {"compile", "compile_cpp_wrapper", "compile_cpp_wrapper_freezing", "compile_static",
+            "jit_trace_freeze", "aot_inductor"}
+    assert len(exported) == 1 and said["steps"] == 30
+    assert set(said["cpu_ms_per_step"]) == ways | {"eager", "nanogpt_forward"}
+    assert said["same_greedy_tokens"] == dict.fromkeys(ways, True)
     assert max(said["largest_logit_difference_to_eager"].values()) < 1e-5
+    assert said["machine"]["load_average_before"] and "cpu_flags" in said["machine"]
+    assert said["inductor_cache"] == "new and empty"
+    assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") == cache_dir  # put back as it was
+    assert decode.main(["--compiled", "--ways", "nonsense"]) == 2
 
 
 @pytest.mark.parametrize("settings", ["float32", "bf16"])

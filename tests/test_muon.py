@@ -127,10 +127,20 @@ def test_muon_resumes_bit_for_bit(tmp_path, monkeypatch):
     (dict(optimizer="sgd"), r"optimizer must be one of \('adamw', 'muon'\), got 'sgd'"),
     (dict(muon_lr=0.0), r"muon_lr must be > 0, got 0.0"),
     (dict(muon_lr=float("inf")), r"muon_lr must be a finite number"),
+    (dict(muon_ns_steps=0), r"muon_ns_steps must be a positive integer, got 0"),
+    (dict(muon_ns_steps=2.5), r"muon_ns_steps must be a positive integer, got 2.5"),
 ])
 def test_bad_optimizer_settings_get_a_clear_error(kw, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**kw)
+
+
+def test_the_newton_schulz_iterations_reach_muon():
+    opt = configure_optimizer(tiny_model(), small_cfg(muon_ns_steps=3))
+    assert {g["ns_steps"] for g in opt.muon.param_groups} == {3}
+    assert {g["ns_steps"] for g in configure_optimizer(tiny_model(), small_cfg()).muon.param_groups} == {5}
+    assert "muon_ns_steps=3" in repr(small_cfg(muon_ns_steps=3))
+    assert "muon_ns_steps" not in repr(small_cfg())
 
 
 def test_the_default_repr_does_not_show_the_optimizer():

@@ -221,3 +221,12 @@ def test_same_logits_and_gelu_kernels_name_what_was_found():
     assert "cost 4.0x torch's own" in readings.gelu_kernels(14.1, 3.5, 512)
     assert "the cheaper one here (0.67x" in readings.gelu_kernels(2.0, 3.0, 512)
     assert "about the same either way" in readings.gelu_kernels(3.0, 3.1, 512)
+
+
+def test_decode_loop_says_which_loop_ran_and_why_not_a_compiled_one():
+    said = readings.decode_loop(None, "cpu")
+    assert "ran its fast loop eagerly" in said and "has a C++ compiler" in said
+    said = readings.decode_loop("torch.compile needs a C++ compiler on a CPU and none was found "
+                                "(set CXX, or install g++ or clang++)", "cpu")
+    assert "cannot compile a step at all (torch.compile needs a C++ compiler" in said
+    assert "on cuda no compiled step has been measured" in readings.decode_loop(None, "cuda")

@@ -173,6 +173,12 @@ def test_the_time_to_quality_bench_tunes_one_setting_at_a_time(capsys):
     assert time_to_quality.main(args) == 0
     assert json.loads(capsys.readouterr().out)["tuned"] == dict(
         optimizer="adamw", muon_lr=0.05, norm="rmsnorm", mlp="swiglu")
+    args = ["--quick", "--dev", "--only-fast", "--cpu-settings", "float32", "--fast-ns-steps", "3",
+            "--fast-layers", "3", "--fast-d-ff", "384", "--fast-d-model", "96",
+            "--fast-kv-heads", "2", "--fast-untied"]
+    assert time_to_quality.main(args) == 0
+    assert json.loads(capsys.readouterr().out)["tuned"] == dict(
+        muon_ns_steps=3, n_layers=3, d_ff=384, d_model=96, n_kv_heads=2, tie_embeddings=False)
 
 
 def test_the_train_step_bench_knows_its_variants_and_times_the_loop_bookkeeping(capsys):
@@ -184,6 +190,9 @@ def test_the_train_step_bench_knows_its_variants_and_times_the_loop_bookkeeping(
             "fused_flush"} <= set(found)
     assert found["no_clipping"][1].grad_clip == 0 and found["batch_32"][1].batch_size == 32
     assert found["preset"][1].optimizer == "muon" and found["adamw_only"][1].optimizer == "adamw"
+    assert found["newton_schulz_3"][1].muon_ns_steps == 3 and found["four_by_128"][0].n_layers == 4
+    with found["no_onednn"][2]():
+        assert not torch.backends.mkldnn.enabled
     with found["flush_denormal"][2]():
         assert torch.tensor(1e-40).item() == 0.0  # a denormal reads as zero inside
     assert torch.tensor(1e-40).item() != 0.0      # and the switch is off again after
@@ -191,4 +200,4 @@ def test_the_train_step_bench_knows_its_variants_and_times_the_loop_bookkeeping(
     assert json.loads(capsys.readouterr().out)["loop_bookkeeping_cpu_ms"] > 0
     assert train_step.main(["--newton-schulz"]) == 0
     ns = json.loads(capsys.readouterr().out)["newton_schulz"]
-    assert ns["matrices"] == 16 and ns["cpu_ms_per_step"]["course_lib_float32"] > 0
+    assert ns["matrices"] == 12 and ns["cpu_ms_per_step"]["course_lib_float32"] > 0  # 3 layers x 4
