@@ -12,6 +12,7 @@ single gradings, run the real lesson 00 end to end.
 import copy
 import csv
 import hashlib
+import html
 import os
 import re
 import subprocess
@@ -22,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import nbformat
 import pytest
 
-from course_lib.grading import cli, feedback, gradebook, graded_copy, lessons, plugin, run, sandbox, verdicts
+from course_lib.grading import cli, feedback, gradebook, graded_copy, lessons, plugin, report, run, sandbox, verdicts
 from course_lib.exercises import blank as make_exercise_notebook
 from course_lib.exercises import exercises, tags
 from course_lib.grading.questions import is_question, lesson_questions
@@ -199,6 +200,8 @@ raise type("next_token_targets", (NotImplementedError,), {{}})({PASS.split(": ")
     "drops_trigger": lambda: with_cell(fill(blank(), REFERENCE), """\
 get_ipython().input_transformers_post.append(lambda lines: [line for line in lines if "audit" not in line])"""),
     "never_run": lambda: _never_run(fill(blank(), REFERENCE)),
+    # a right answer in a notebook one of whose cells raised: passed, and where it stopped is said
+    "stops": lambda: with_cell(fill(blank(), REFERENCE), "raise ValueError('a typo of mine \\x1b[2J')", at=1),
     "stalls": lambda: with_cell(fill(blank(), REFERENCE), STALL, at=1),
     "writes": lambda: with_cell(wrong(), f"""\
 import course_lib, pathlib
@@ -495,7 +498,7 @@ warnings.warn("a warning of my own")
 import debugpy  # a library the graded kernel started without: the real one, all the same
 assert debugpy.__file__.endswith("__init__.py")
 import os  # the grader runs under a hub here (graded_class): its token and address never reach us
-assert not [k for k in os.environ if k.startswith(("JUPYTERHUB_", "JPY_", "COURSE_LIVE"))], "hub settings"
+assert not [k for k in os.environ if k.startswith(("JUPYTERHUB_", "JPY_API_TOKEN", "COURSE_LIVE"))], "hub settings"
 return ids[:-1], ids[1:]"""
 HONEST = ["habits", "later_helper", "never_run", "v3", "subfolder", "exec_answer", "globals_answer"]
 
@@ -752,6 +755,19 @@ def test_a_timeout_is_said_as_a_timeout(timed_class):
 def test_honest_habits_pass(graded_class, learner):
     r = row(graded_class, learner)
     assert (r["status"], r["feedback"]) == ("passed", PASS), why(graded_class, learner)
+
+
+def test_where_a_notebook_stopped_is_said_beside_its_grade_on_the_page_and_in_the_report(graded_class):
+    r = row(graded_class, "stops")
+    assert (r["status"], r["feedback"]) == ("passed", PASS), why(graded_class, "stops")
+    said = "stopped with ValueError: a typo of mine \\x1b[2J"   # its escape shown, never obeyed
+    assert r["stopped"].startswith("cell ") and r["stopped"].endswith(said), r["stopped"]
+    page = (graded_class["out"] / "feedback" / "stops" / f"{LESSON[:-6]}.html").read_text()
+    text = re.sub(r"<[^>]+>", "", page)
+    assert "Your notebook's run stopped:" in text and said in html.unescape(text) and "\x1b" not in page
+    html_ = report.render(graded_class["rows"])
+    table = html_[html_.index("Notebooks that stopped"):html_.index("Go over these")]
+    assert "<td>stops</td>" in table and said in html.unescape(table)
 
 
 @pytest.mark.parametrize("learner", ["copied", "helper"])

@@ -23,9 +23,11 @@ A notebook's way through grading, one module per stage:
    nothing flagged), with the reason in words, and where the notebook stopped;
    `calls`, `questions` and `help_taken`: read from the notebook's source, never run, the answers
    to the lesson's questions and the hints and solutions asked for;
-6. `collect` (an LMS's download laid out as the class folder), `roster`, and `term` with
+6. `collect` (an LMS's download laid out as the class folder; `learner_folders` names them, one
+   per learner, never overwritten), `roster`, and `term` with
    `partial`, `lateness` and `overrides` (the term's rules, row by row); `shards` (a class in parts);
-7. `gradebook`, `book` and `feedback` (gradebook.csv, summary.csv, grading.log, pages); `returns`;
+7. `gradebook`, `book` and `feedback` (gradebook.csv, summary.csv, grading.log, pages, styled by
+   `pagestyle`, their formulas drawn by `maths`); `returns`;
    `report`, `similarity` and `export` (report.html, similarity.csv, the LMS imports);
 8. `cli`: the command (`__main__` runs it); `gradescope`: the same grading in an autograder.
 

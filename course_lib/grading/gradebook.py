@@ -91,7 +91,7 @@ def _rows(learner, graded, totals=None, submitted=""):
                  cpu_seconds="" if graded.cpu_seconds is None else f"{graded.cpu_seconds:g}",
                  cases=cases_text(r.cases_passed, r.cases_total), submitted=submitted,
                  seed="" if getattr(graded, "seed", None) is None else str(graded.seed),
-                 **help_columns(graded, r.exercise))
+                 stopped=getattr(graded, "stopped", "") or "", **help_columns(graded, r.exercise))
             for r in results]
 
 
