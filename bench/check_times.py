@@ -5,7 +5,7 @@
 
 For each exercise, the tests' reference answer (tests/answers_NN.py's REFERENCE) is
 checked `--repeat` times in direct mode, as a learner's check cell runs it, and once as the
-grader runs it (recorded, saved, read back and replayed: tests/replay_tools.py). The script
+grader runs it (the checker on one side, the answer behind the wire format: tests/loopback.py). The script
 prints, per exercise, the median wall time and CPU time of a direct check and the wall time
 of the graded one, then the machine and its load: every check cell runs under nbval, in the
 browser test and in every grading test, so these times add up across the suite. On a busy
@@ -32,7 +32,7 @@ from course_lib.exercises import exercises  # noqa: E402
 
 from answers import REFERENCE  # noqa: E402
 from notebook_tools import LESSONS, function_from, read  # noqa: E402
-from replay_tools import graded  # noqa: E402
+from loopback import graded  # noqa: E402
 
 
 def timed(check, fn):
@@ -63,12 +63,12 @@ def main():
             timed(check, fn)   # warm: first imports and caches
             runs = [timed(check, fn) for _ in range(args.repeat)]
             start = time.perf_counter()
-            recorded, replayed, _ = graded(name, fn)
+            verdict, _ = graded(name, fn)
             graded_wall = time.perf_counter() - start
             line = runs[0][2]
             rows.append((path.name[:2], name, statistics.median(r[0] for r in runs),
                          statistics.median(r[1] for r in runs), graded_wall, line,
-                         replayed[0]))
+                         verdict))
     print(f"{'lesson':6} {'exercise':28} {'direct s':>9} {'cpu s':>7} {'graded s':>9}  pass line")
     for lesson, name, wall, cpu, g, line, verdict in rows:
         print(f"{lesson:6} {name:28} {wall:9.3f} {cpu:7.3f} {g:9.3f}  {line} [{verdict}]")

@@ -4,17 +4,17 @@
 
 Each part runs in a fresh process (as grading runs it) and is timed by the CPU its process
 used (user + system, from getrusage of the finished child), the median of --repeat runs:
-Python itself, the kernel's imports (torch, numpy, matplotlib), pytest with nbval and its
-imports, a Jupyter kernel started and stopped, a check cell's fresh import of the checkers
-(from source, and from the bytecode the grader gives each copy), the replay worker's start, and then one
-notebook of the lesson graded whole (its solution), without and with the sandbox. Prints the
-machine and its load, since a busy machine's CPU seconds run higher (caches, frequency).
+Python itself, the kernel's imports (torch, numpy, matplotlib), the checkers' import and then
+the graded kernel's protections installed on it (`kernel.install`: the difference is theirs),
+pytest with nbval and its imports, a Jupyter kernel started and stopped, and then one notebook
+of the lesson graded whole (its solution), without and with the sandbox: its pytest and kernel,
+and the grader's checks calling its server. Prints the machine and its load, since a busy
+machine's CPU seconds run higher (caches, frequency).
 """
 import argparse
 import os
 import platform
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -27,7 +27,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
-from course_lib.grading import graded_copy, replay, run, sandbox  # noqa: E402
+from course_lib.grading import run, sandbox  # noqa: E402
 from course_lib.grading.questions import is_question  # noqa: E402
 from grading import solved  # noqa: E402
 
@@ -39,26 +39,14 @@ kc.stop_channels()
 km.shutdown_kernel(now=False)
 """
 
-# A check cell's import of the checkers, five times over, each after the kernel's course_lib
-# modules are set aside as the check cell does: the CPU seconds of each import.
-RECHECK = """\
-import sys, time
-sys.modules["rfc3987_syntax"] = None
-import course_lib.checks
-assert course_lib.__file__.startswith(sys.argv[1]), course_lib.__file__
-for _ in range(5):
-    kept = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] == "course_lib"}
-    start = time.process_time()
-    import course_lib.checks
-    print(round(time.process_time() - start, 4))
-    sys.modules.update(kept)
-"""
-
 PARTS = {
     "python, nothing imported": "pass",
     "import torch": "import torch",
     "import numpy, matplotlib.pyplot": "import numpy, matplotlib; matplotlib.use('agg'); import matplotlib.pyplot",
-    "import course_lib.checks (torch and every checker)": "import course_lib.checks",
+    "import course_lib.checks.lesson01 (torch and lesson 01's checkers)": "import course_lib.checks.lesson01",
+    "the same, then the graded kernel's protections installed for them (kernel.install)": (
+        "import course_lib.checks.lesson01\nfrom course_lib.grading import kernel\n"
+        "kernel.install({'fds': None, 'checks': ['course_lib.checks.lesson01']})"),
     "pytest + nbval + nbformat + jupyter_client imported": (
         "import sys; sys.modules['rfc3987_syntax'] = None\n"
         "import pytest, nbval.plugin, nbformat, jupyter_client"),
@@ -87,54 +75,26 @@ def main(argv=None):
     for name, code in PARTS.items():
         runs = [child_cpu([sys.executable, "-c", code], env) for _ in range(args.repeat)]
         print(f"{statistics.median(runs):6.2f} s  {name}")
-    # What one check cell's fresh import of the checkers costs: each check cell drops the
-    # kernel's course_lib modules and imports course_lib.checks afresh from the graded copy,
-    # after the learner's cells imported it once. Timed inside the process (CPU of that import
-    # alone), from a copy without bytecode (as every check cell did) and with the bytecode the
-    # grader now puts in each copy.
-    with tempfile.TemporaryDirectory(prefix="grading-profile-copy-") as tmp:
-        source, compiled = Path(tmp) / "source", Path(tmp) / "compiled"
-        for folder in (source, compiled):
-            shutil.copytree(ROOT / "course_lib", folder / "course_lib",
-                            ignore=shutil.ignore_patterns("__pycache__"))
-        graded_copy._add_bytecode(compiled, ROOT)
-        for name, where in (("from source (as every check cell did)", source),
-                            ("from the copy's bytecode (as now)", compiled)):
-            runs = []
-            for _ in range(args.repeat):
-                done = subprocess.run([sys.executable, "-c", RECHECK, str(where)], check=True, capture_output=True,
-                                      text=True, cwd=tmp, env={**env, "PYTHONDONTWRITEBYTECODE": "1",
-                                                               "PYTHONPATH": str(where)})
-                runs.append(statistics.median(map(float, done.stdout.split())))
-            print(f"{statistics.median(runs):6.2f} s  a check cell's fresh import of course_lib.checks, {name}")
-    starts = []
-    for _ in range(args.repeat):
-        with replay.Replayer() as r:
-            r._start()
-            starts.append(r.start_cpu)
-    print(f"{statistics.median(starts):6.2f} s  the replay worker's start (once per grading job)")
     lesson = next((ROOT / "notebooks").glob(f"{args.lesson}_*.ipynb"))
     with tempfile.TemporaryDirectory(prefix="grading-profile-") as tmp:
         path = Path(tmp) / lesson.name
         nb = nbformat.read(ROOT / "exercises" / lesson.name, as_version=4)
         nbformat.write(solved(nb, nbformat.read(lesson, as_version=4)), path)
         modes = [False] + ([True] if sandbox.unavailable() is None else [])
-        with replay.Replayer() as r:
-            r._start()
-            for sandboxed in modes:
-                cpu, replays, wall = [], [], []
-                for _ in range(args.repeat):
-                    start = time.monotonic()
-                    graded = run.grade(path, sandbox=sandboxed, replayer=r)
-                    wall.append(time.monotonic() - start)
-                    checks = [x for x in graded.results if not is_question(x.exercise)]
-                    assert all(x.status == "passed" for x in checks), checks
-                    cpu.append(graded.cpu_seconds)
-                    replays.append(graded.replay_cpu_seconds)
-                how = "in the sandbox" if sandboxed else "without the sandbox"
-                print(f"{statistics.median(cpu):6.2f} s  one notebook of lesson {args.lesson} graded "
-                      f"{how}: pytest and its kernel (wall {statistics.median(wall):.1f} s), plus "
-                      f"{statistics.median(replays):.3f} s replaying its checks")
+        for sandboxed in modes:
+            cpu, checked, wall = [], [], []
+            for _ in range(args.repeat):
+                start = time.monotonic()
+                graded = run.grade(path, sandbox=sandboxed)
+                wall.append(time.monotonic() - start)
+                checks = [x for x in graded.results if not is_question(x.exercise)]
+                assert all(x.status == "passed" for x in checks), checks
+                cpu.append(graded.cpu_seconds)
+                checked.append(graded.check_cpu_seconds)
+            how = "in a sandbox of its own" if sandboxed else "without the sandbox"
+            print(f"{statistics.median(cpu):6.2f} s  one notebook of lesson {args.lesson} graded "
+                  f"{how}: pytest and its kernel (wall {statistics.median(wall):.1f} s), plus "
+                  f"{statistics.median(checked):.3f} s of the grader's checks calling its server")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 

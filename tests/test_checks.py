@@ -1,8 +1,7 @@
 """The checkers: the reference passes, and each known-wrong answer fails with its own hint.
 
-Each answer is checked as the grader checks it (replay_tools.replayed): recorded where the
-answer runs, on inputs drawn from a grading's seed, then replayed with no learner code, and
-the two outcomes must agree.
+Each answer is checked as the grader checks it (loopback.graded): the checker on one side, the
+answer behind the grader's wire format on the other, on inputs drawn from a grading's seed.
 """
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ from course_lib.exercises import exercises
 
 from answers import ALTERNATIVES, REFERENCE, WRONG, gives_away
 from notebook_tools import LESSONS, function_from, read
-from replay_tools import replayed
+from loopback import graded
 
 # Several wrong answers overflow or divide 0 by 0 on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -39,12 +38,12 @@ def test_reference_passes_with_one_line(name, capsys):
     checker(name)(function_from(name, REFERENCE[name]))
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and out[0].startswith(f"{name}: ") and out[0].endswith("checks passed")
-    assert replayed(name, function_from(name, REFERENCE[name])) == ("passed", out[0])
+    assert graded(name, function_from(name, REFERENCE[name])) == ("passed", out[0])
 
 
 @pytest.mark.parametrize("wrong", WRONG, ids=lambda w: f"{w.exercise}-{w.name}")
 def test_wrong_answer_gets_its_hint(wrong):
-    status, message = replayed(wrong.exercise, function_from(wrong.exercise, wrong.body))
+    status, message = graded(wrong.exercise, function_from(wrong.exercise, wrong.body))
     assert status == "failed", f"{wrong.name} passed"
     assert message.startswith(f"Exercise '{wrong.exercise}': ")
     assert "\nHint: " in message
@@ -58,14 +57,14 @@ def test_wrong_answer_gets_its_hint(wrong):
 def test_unfinished_exercise_raises_not_implemented(name):
     with pytest.raises(NotImplementedError):
         checker(name)(function_from(name, "raise NotImplementedError('todo')"))
-    assert replayed(name, function_from(name, "raise NotImplementedError('todo')")) == ("unfinished", "todo")
+    assert graded(name, function_from(name, "raise NotImplementedError('todo')")) == ("unfinished", "todo")
 
 
 @pytest.mark.parametrize("name", EXERCISES)
 def test_not_a_function_is_explained(name):
     with pytest.raises(AssertionError, match=r"expected a function, got ndarray"):
         checker(name)(np.zeros(3))
-    status, message = replayed(name, np.zeros(3))
+    status, message = graded(name, np.zeros(3))
     assert status == "failed" and "expected a function, got ndarray" in message
 
 
@@ -85,7 +84,7 @@ def test_crash_inside_the_learners_code_becomes_feedback():
 
 @pytest.mark.parametrize("name, style, body", ALTERNATIVES, ids=[f"{n}-{s}" for n, s, _ in ALTERNATIVES])
 def test_a_right_answer_written_differently_passes(name, style, body):
-    status, line = replayed(name, function_from(name, body))
+    status, line = graded(name, function_from(name, body))
     assert status == "passed" and line.endswith("checks passed"), (style, line)
 
 
@@ -160,7 +159,7 @@ def test_a_float16_failure_shows_the_difference():
     """Issue 44: 3,000 float16 weights of about 0.0003 printed as identical zeros; now with four
     significant digits, and the worst weight in units in the last place."""
     wrong = next(w for w in WRONG if w.name == "float16 computed in float16, the long sum stalls")
-    status, message = replayed("softmax", function_from("softmax", wrong.body))
+    status, message = graded("softmax", function_from("softmax", wrong.body))
     expected = message.split("expected: ", 1)[1].split("\n  got:", 1)[0]
     got = message.split("got:      ", 1)[1].split("\nHint:", 1)[0]
     assert status == "failed" and expected != got and "0.0003333" in expected
@@ -182,11 +181,9 @@ ISSUE_44 = [("best_pair", "ties by a * 1000 + b"), ("best_pair", "ties by a + b 
 
 @pytest.mark.parametrize("exercise, name", ISSUE_44, ids=[f"{e}-{n}" for e, n in ISSUE_44])
 def test_issue_44_answers_fail_under_every_grading_seed(exercise, name):
-    from course_lib.checks.record import recording
-    from course_lib.grading.replay import outcome
+    from course_lib.grading.remote import run_check
     wrong = next(w for w in WRONG if (w.exercise, w.name) == (exercise, name))
     fn = function_from(exercise, wrong.body)
     for base in range(20):
-        with recording(1_000_003 * base + 17):
-            status, message = outcome(checker(exercise), fn)
+        status, message, _ = run_check(checker(exercise), fn, 1_000_003 * base + 17)
         assert status == "failed" and wrong.hint in message, (base, message)

@@ -6,8 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from course_lib.checks import record
-from course_lib.checks.core import Checker
+from course_lib.checks.core import Checker, Stopped, seeded
 from course_lib.checks.domain import SHRINK_CALLS, Draw, each
 
 
@@ -31,7 +30,7 @@ def _check_sum(fn):
 def test_the_same_seed_draws_the_same_inputs_and_another_seed_others():
     def inputs(base):
         seen = []
-        with record.recording(base):
+        with seeded(base):
             _check_sum(lambda ids: seen.append(list(ids)) or sum(ids))
         return seen
     assert inputs(7) == inputs(7)
@@ -99,22 +98,41 @@ def test_a_failing_check_counts_the_inputs_that_passed_before_it():
     assert c.passed == 3
 
 
-def test_a_replay_takes_the_record_path_even_while_shrinking(tmp_path):
-    """The grader replays the record of a failing check, shrinking included: same feedback."""
-    from course_lib.checks.record import Replayed, load, recording, replaying
-    from course_lib.grading.replay import outcome
+def test_the_graders_check_shrinks_across_the_wire_to_the_learners_input():
+    """The grader checks through the wire (tests/loopback.py), shrinking included: the same
+    feedback, smallest input and all, as a check run in the learner's process from that seed."""
+    from loopback import Loopback
+
+    from course_lib.grading import remote
 
     def check(fn):
-        c = _check_sum(fn)
-        c.done()
+        _check_sum(fn).done()
     wrong = lambda ids: sum(ids) - (len(ids) > 3)   # noqa: E731
-    with recording(11) as rec:
-        recorded = outcome(check, wrong)
-    rec.save(tmp_path / "demo")
-    with replaying(load(tmp_path / "demo"), 11, "demo") as replay:
-        replayed = outcome(check, Replayed("demo"))
-    assert recorded == replayed and recorded[0] == "failed" and replay.finished()
-    assert "input:    f([0, 0, 0, 0])" in recorded[1]
+    with seeded(11), pytest.raises(AssertionError) as direct:
+        check(wrong)
+    status, said, _ = remote.run_check(check, remote.Function("demo", Loopback(wrong)), 11)
+    assert status == "failed" and said == f"AssertionError: {direct.value}"
+    assert "input:    f([0, 0, 0, 0])" in said
+
+
+def test_a_learner_process_that_ended_is_not_shrunk():
+    """Once the learner's process has ended every later call would say so too: the first such
+    feedback is shown, for the input that ended it, without trying smaller ones."""
+    class Gone:
+        kind, calls = None, 0
+
+        def names(self, n):
+            return [f"argument {i + 1}" for i in range(n)]
+
+        def call(self, args, kwargs, **_):
+            self.calls += 1
+            return {"ended": "your function ended the grader's process", "after": list(args),
+                    "labels": []}
+    gone = Gone()
+    fn = type("Function", (), {"remote": gone, "__call__": lambda self, *a: None})()
+    with seeded(3), pytest.raises(Stopped, match="ended the grader's process"):
+        _check_sum(fn)
+    assert gone.calls == 1
 
 
 def test_a_choice_read_back_is_clamped_to_its_range():

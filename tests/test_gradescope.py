@@ -22,7 +22,7 @@ from course_lib.exercises import exercises
 from course_lib.grading import gradescope, sandbox
 
 from answers import REFERENCE, WRONG
-from notebook_tools import ROOT, fill, read
+from notebook_tools import ROOT, fill, pass_line, read
 
 LESSON = "00_start_here"
 PENALTY = "10%/day"
@@ -41,8 +41,8 @@ import builtins, json, os
 import course_lib.checks.core as _core
 _core.Checker.close = lambda self, *args, **kwargs: None
 _print = builtins.print
-builtins.print = lambda *args, **kwargs: _print(*(f"{a.split(':')[0]}: 16 checks passed" if isinstance(a, str)
-                                                   and ":" in a else a for a in args), **kwargs)
+builtins.print = lambda *args, **kwargs: _print(*(PASSES.get(a.split(':')[0], a) if isinstance(a, str)
+                                                   else a for a in args), **kwargs)
 for path, text in ((RESULTS, json.dumps({"score": 100, "tests": []})), (CHECKS, "def check_text_to_ids(fn): pass\\n"),
                    (MARK, "the notebook wrote here")):
     try:
@@ -59,10 +59,10 @@ def _forged(folder):
     nb = fill(blank, {name: next(w.body for w in WRONG if w.exercise == name) for name in EXERCISES})
     for name, _, j in exercises(nb):
         nb.cells[j].execution_count = 1
-        nb.cells[j].outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{name}: 16 checks passed\n")]
+        nb.cells[j].outputs = [nbformat.v4.new_output("stream", name="stdout", text=pass_line(name) + "\n")]
     source = FORGERY.replace("RESULTS", repr(str(folder / "results" / "results.json"))).replace(
         "CHECKS", repr(str(folder / "source" / "course_lib" / "checks" / "lesson00.py"))).replace(
-        "MARK", repr(str(folder / "FORGED")))
+        "MARK", repr(str(folder / "FORGED"))).replace("PASSES", repr({n: pass_line(n) for n in EXERCISES}))
     nb.cells.insert(1, nbformat.v4.new_code_cell(source))
     return nb
 

@@ -1,10 +1,10 @@
-"""Grading: nbval runs a graded copy, a check passes only on its printed pass line, a class at scale.
+"""Grading: nbval runs a graded copy, the grader's checks call its functions, a class at scale.
 
 One class is graded once (module fixture), each learner one way a notebook can go wrong in one
 exercise, next_token_targets; the tests then read that exercise's rows. What those tests test is
 the grader's handling of each habit, not the lesson, so the class hands in a toy lesson: lesson
-00 cut down to that exercise, its check (the real checker, recording its probes, replayed by
-the grader) and one question. The learners whose notebooks must run into the per-cell time
+00 cut down to that exercise, its check (the real checker, which the grader runs in its own
+process on the function in the notebook's server) and one question. The learners whose notebooks must run into the per-cell time
 limit are graded beside it, in a class of their own with a short limit, so that no test waits
 out the shared class's. The forgeries that need three exercises in one notebook, and a few
 single gradings, run the real lesson 00 end to end.
@@ -12,6 +12,7 @@ single gradings, run the real lesson 00 end to end.
 import copy
 import csv
 import hashlib
+import html
 import os
 import re
 import subprocess
@@ -22,18 +23,20 @@ from concurrent.futures import ThreadPoolExecutor
 import nbformat
 import pytest
 
-from course_lib.grading import cli, feedback, gradebook, graded_copy, lessons, plugin, run, sandbox, verdicts
+from course_lib.grading import cli, feedback, gradebook, graded_copy, lessons, plugin, report, run, sandbox, verdicts
 from course_lib.exercises import blank as make_exercise_notebook
 from course_lib.exercises import exercises, tags
 from course_lib.grading.questions import is_question, lesson_questions
 
 from answers import REFERENCE, WRONG
-from notebook_tools import LESSONS, ROOT, fill, function_from, read
+from notebook_tools import LESSONS, ROOT, fill, function_from, pass_line, read
 
 LESSON = "00_start_here.ipynb"
 EXERCISE = "next_token_targets"
 UNSHIFTED = next(w for w in WRONG if w.exercise == EXERCISE and w.inject)
 LOSS_WRONG = next(w for w in WRONG if w.exercise == "next_byte_loss" and w.inject)
+# The pass lines lesson 00's saved run printed: what a pass shows, and what a forgery prints.
+PASS, LOSS_PASS, IDS_PASS = (pass_line(name) for name in (EXERCISE, "next_byte_loss", "text_to_ids"))
 # Seconds per cell in the shared class. Lesson 00's cells take about 2 s on a quiet machine; the
 # limit leaves room for a fresh clone's first imports while the other test process runs lessons.
 TIMEOUT = 60
@@ -145,21 +148,21 @@ sys.stderr = _Stalled(sys.stderr)"""
 LEARNERS = {
     "blank": blank,
     # a wrong answer, with the check cell edited to print a pass line
-    "edited": lambda: _edit_checks(wrong(), "print('next_token_targets: 6 checks passed')"),
+    "edited": lambda: _edit_checks(wrong(), f"print({PASS!r})"),
     "exits": lambda: with_cell(blank(), "import os\nos._exit(3)", at=1),
     "sigkill": lambda: with_cell(blank(), "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", at=1),
-    "segfault": lambda: fill(blank(), {EXERCISE: "import ctypes\nctypes.string_at(0)"}),
-    "redefines": lambda: with_cell(wrong(), """\
+    "segfault": lambda: fill(blank(), {EXERCISE: "import faulthandler\nfaulthandler._sigsegv()"}),
+    "redefines": lambda: with_cell(wrong(), f"""\
 def check_next_token_targets(fn):
-    print("next_token_targets: 6 checks passed")"""),
-    "patches": lambda: with_cell(wrong(), """\
+    print({PASS!r})"""),
+    "patches": lambda: with_cell(wrong(), f"""\
 import course_lib.checks as checks, course_lib.checks.core as core, course_lib.checks.lesson00 as lesson
 core.Checker.fail = lambda self, *args, **kwargs: None
-fake = lambda fn: print("next_token_targets: 6 checks passed")
+fake = lambda fn: print({PASS!r})
 checks.check_next_token_targets = lesson.check_next_token_targets = fake"""),
-    "custom_exc": lambda: with_cell(wrong(), """\
+    "custom_exc": lambda: with_cell(wrong(), f"""\
 def _quiet(shell, etype, value, tb, tb_offset=None):
-    print("next_token_targets: 6 checks passed")
+    print({PASS!r})
 get_ipython().set_custom_exc((BaseException,), _quiet)"""),
     "transformer": lambda: with_cell(wrong(), """\
 get_ipython().input_transformers_post.append(
@@ -182,9 +185,9 @@ return ids[:-1], _shift(ids)""")),
     "syntax": lambda: fill(blank(), {EXERCISE: "return ids[:-1], ids[1:"}),
     # forged pass lines: a stub's message that draws the pass line over itself, and an
     # exception class named after the exercise whose message is the rest of the pass line
-    "cr_forgery": lambda: fill(blank(), {EXERCISE: 'raise NotImplementedError("\\rnext_token_targets: 6 checks passed")'}),
-    "named_forgery": lambda: fill(blank(), {EXERCISE: """\
-raise type("next_token_targets", (NotImplementedError,), {})("6 checks passed")"""}),
+    "cr_forgery": lambda: fill(blank(), {EXERCISE: f'raise NotImplementedError("\\r{PASS}")'}),
+    "named_forgery": lambda: fill(blank(), {EXERCISE: f"""\
+raise type("next_token_targets", (NotImplementedError,), {{}})({PASS.split(": ")[1]!r})"""}),
     # honest habits, each of which must pass
     "habits": lambda: fill(blank(), {EXERCISE: HABITS}),
     "later_helper": lambda: with_cell(fill(blank(), {EXERCISE: "return ids[:-1], _shift(ids)"}),
@@ -193,13 +196,18 @@ raise type("next_token_targets", (NotImplementedError,), {})("6 checks passed")"
                                      at=exercise_index(blank()) + 1),
     "globals_answer": lambda: with_cell(blank(), "globals()['next_token_targets'] = lambda ids: (ids[:-1], ids[1:])",
                                         at=exercise_index(blank()) + 1),
+    # a transformer that drops the grader's last cell: no server, so nothing passes
+    "drops_trigger": lambda: with_cell(fill(blank(), REFERENCE), """\
+get_ipython().input_transformers_post.append(lambda lines: [line for line in lines if "audit" not in line])"""),
     "never_run": lambda: _never_run(fill(blank(), REFERENCE)),
+    # a right answer in a notebook one of whose cells raised: passed, and where it stopped is said
+    "stops": lambda: with_cell(fill(blank(), REFERENCE), "raise ValueError('a typo of mine \\x1b[2J')", at=1),
     "stalls": lambda: with_cell(fill(blank(), REFERENCE), STALL, at=1),
-    "writes": lambda: with_cell(wrong(), """\
+    "writes": lambda: with_cell(wrong(), f"""\
 import course_lib, pathlib
 checks = pathlib.Path(course_lib.__file__).parent / "checks" / "lesson00.py"
 with open(checks, "a") as f:
-    f.write("\\ncheck_next_token_targets = lambda fn: print('next_token_targets: 6 checks passed')\\n")
+    f.write("\\ncheck_next_token_targets = lambda fn: print({PASS!r})\\n")
 with open("../notebooks/" + "stray.txt", "w") as f:
     f.write("written by a learner")
 with open("../data/shakespeare.txt", "a") as f:
@@ -229,22 +237,25 @@ REAL_LEARNERS = {
                                                             EXERCISE: UNSHIFTED.body,
                                                             "next_byte_loss": LOSS_WRONG.body}), KERNEL_PATCHES, at=1),
     # SystemExit with the pass text, an always-true tensor, and a right answer beside them
-    "forgeries": lambda: fill(real_blank(), {"text_to_ids": 'raise SystemExit("text_to_ids: 16 checks passed")',
+    "forgeries": lambda: fill(real_blank(), {"text_to_ids": f'raise SystemExit("{IDS_PASS}")',
                                              EXERCISE: ALWAYS_TRUE, "next_byte_loss": REFERENCE["next_byte_loss"]}),
     "forged_records": lambda: after_check(after_check(with_cell(
         fill(real_blank(), {"text_to_ids": REFERENCE["text_to_ids"], EXERCISE: UNSHIFTED.body,
                             "next_byte_loss": REFERENCE["next_byte_loss"]}), PLANTS_A_LINK, at=1),
         "text_to_ids", MAKES_HUGE), EXERCISE, FORGES_RECORD),
     "faked_cells": lambda: _faked_cells(),
-    # the kernel dies in the first exercise's check, so the two exercises after it are not run
-    "segfault_first": lambda: fill(real_blank(), {"text_to_ids": "import ctypes\nctypes.string_at(0)"}),
+    # the first exercise's function crashes its server; the two exercises after it are still checked
+    "segfault_first": lambda: fill(real_blank(), {"text_to_ids": 'import faulthandler\nif text == "":\n'
+                                                                 '    faulthandler._sigsegv()\n' + REFERENCE["text_to_ids"],
+                                                  EXERCISE: REFERENCE[EXERCISE],
+                                                  "next_byte_loss": REFERENCE["next_byte_loss"]}),
 }
 
 
 # Forgeries that the kernel can make, grouped three to a notebook (one per exercise of lesson
-# 00): the verdicts are the grader's replay of each check's record, so what one exercise does
-# to the kernel decides nothing of another's. Each wrong answer fails with a reason in words.
-KERNEL_PATCHES = """\
+# 00): the verdicts are the grader's own checks of each function, so what the notebook does to
+# its kernel's checkers decides nothing. Each wrong answer fails with a reason in words.
+KERNEL_PATCHES = f"""\
 import builtins, importlib, sys, types
 import numpy as np
 import course_lib.checks.core as _core
@@ -255,7 +266,7 @@ _real_getattr = builtins.getattr
 
 def _getattr(obj, name, *default):   # the check cell looks its checker up with getattr
     if name == "check_text_to_ids":
-        return lambda fn: print("text_to_ids: 16 checks passed")
+        return lambda fn: print({IDS_PASS!r})
     return _real_getattr(obj, name, *default)
 
 
@@ -268,7 +279,7 @@ def _import(name, *args):            # ...and loads its module with import_modul
     if name == "course_lib.checks.lesson00":
         fake = types.ModuleType(name)
         fake.__dict__.update(module.__dict__)
-        fake.check_next_byte_loss = lambda fn: print("next_byte_loss: 6 checks passed")
+        fake.check_next_byte_loss = lambda fn: print({LOSS_PASS!r})
         return fake
     return module
 
@@ -279,7 +290,7 @@ _real_print = builtins.print
 
 def _print(*args, **kwargs):         # every line about next_token_targets printed as its pass line
     text = " ".join(map(str, args))
-    _real_print("next_token_targets: 6 checks passed" if "next_token_targets" in text else text, **kwargs)
+    _real_print({PASS!r} if "next_token_targets" in text else text, **kwargs)
 
 
 builtins.print = _print
@@ -290,7 +301,7 @@ class _Out:
         self.stream = stream
 
     def write(self, text):
-        return self.stream.write("next_token_targets: 6 checks passed\\n" if "next_token_targets" in text else text)
+        return self.stream.write({PASS + chr(10)!r} if "next_token_targets" in text else text)
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
@@ -327,14 +338,16 @@ def _open(path, mode="r", *args, **kwargs):
 
 
 builtins.open = _open"""
-MAKES_HUGE = 'import os\nos.truncate("../records/text_to_ids.safetensors", 100 * 2 ** 20)'
+MAKES_HUGE = 'import os\nos.truncate("../grading.json", 100 * 2 ** 20)'
 FORGES_RECORD = """\
-import course_lib.checks as _checks, course_lib.checks.record as _record
-with _record.recording(0) as _made:
-    _checks.check_next_token_targets(lambda ids: (ids[:-1], ids[1:]))
-for _key in _made.tensors:
-    _made.tensors[_key] = _made.tensors[_key] + 1
-_made.save("../records/next_token_targets")"""
+import json, os, stat, struct
+_text = json.dumps({"n": "?", "ready": "next_token_targets", "defined": True, "callable": True}).encode()
+for _fd in range(3, 64):   # a server's reply, forged on every pipe the kernel holds
+    try:
+        if stat.S_ISFIFO(os.fstat(_fd).st_mode):
+            os.write(_fd, struct.pack(">QQ", len(_text), 0) + _text + b"F tamper:none\\n")
+    except OSError:
+        pass"""
 
 
 def after_check(nb, name, source):
@@ -484,8 +497,10 @@ logging.getLogger("mine").warning("a log line")
 warnings.warn("a warning of my own")
 import debugpy  # a library the graded kernel started without: the real one, all the same
 assert debugpy.__file__.endswith("__init__.py")
+import os  # the grader runs under a hub here (graded_class): its token and address never reach us
+assert not [k for k in os.environ if k.startswith(("JUPYTERHUB_", "JPY_API_TOKEN", "COURSE_LIVE"))], "hub settings"
 return ids[:-1], ids[1:]"""
-HONEST = ["habits", "later_helper", "never_run", "v3", "subfolder"]
+HONEST = ["habits", "later_helper", "never_run", "v3", "subfolder", "exec_answer", "globals_answer"]
 
 
 def _never_run(nb):
@@ -560,7 +575,12 @@ def graded_class(tmp_path_factory):
 
     # The timed learners' kernels mostly sleep until their limit stops them: graded beside the
     # shared class, in a thread of this process, they add little to its time.
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    # As in an instructor's server on a hub with the live view: the honest learner "habits"
+    # fails if a graded kernel sees any of it (a kernel could report to the hub as a learner).
+    with pytest.MonkeyPatch.context() as hub, ThreadPoolExecutor(max_workers=1) as pool:
+        for key in ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTERHUB_SERVICE_URL"):
+            hub.setenv(key, "the-instructors-own")
+        hub.setenv("COURSE_LIVE_URL", "http://127.0.0.1:9/services/live/")
         timed = pool.submit(grade_timed_class, base, lessons_folder)
         rows, problems = gradebook.grade_class(folder, out, jobs=2, roster=roster, cell_timeout=TIMEOUT,
                                                notebook_timeout=240, memory_gib=3, log=record,
@@ -661,7 +681,7 @@ def why(graded_class, learner):
 def test_a_correct_answer_passes_in_a_kernel_with_one_thread_and_a_memory_limit(graded_class):
     r = row(graded_class, "helper")
     assert (r["status"], r["points"], r["max_points"]) == ("passed", "1", "1"), why(graded_class, "helper")
-    assert r["feedback"] == "next_token_targets: 6 checks passed"
+    assert r["feedback"] == PASS
 
 
 def test_a_blank_notebook_fails_with_the_stub_message(graded_class):
@@ -678,10 +698,9 @@ def test_a_wrong_answer_fails_with_its_hint_whatever_the_notebook_did_to_the_che
 
 
 @pytest.mark.parametrize("learner, shown", [
-    ("cr_forgery", "NotImplementedError: \\rnext_token_targets: 6 checks passed"),
-    # replayed in the grader, the exception named after the exercise is a stand-in, not a stub's
-    ("named_forgery", "the check could not go on with what your function returned "
-                      "(next_token_targets: 6 checks passed)"),
+    ("cr_forgery", f"NotImplementedError: \\r{PASS}"),
+    # the exception named after the exercise comes to the grader as data: its message alone
+    ("named_forgery", f"NotImplementedError: {PASS.split(': ')[1]}"),
 ])
 def test_a_failure_cannot_print_itself_as_the_pass_line(graded_class, learner, shown):
     r = row(graded_class, learner)
@@ -689,25 +708,32 @@ def test_a_failure_cannot_print_itself_as_the_pass_line(graded_class, learner, s
     assert shown in r["feedback"], r["feedback"]
 
 
-def test_an_input_transformer_that_drops_check_lines_fails(graded_class):
+def test_an_input_transformer_decides_nothing(graded_class):
+    """One that drops the check lines: the wrong answer fails with its hint all the same; one that
+    drops the grader's last cell: no server, so nothing is checked and nothing passes."""
     r = row(graded_class, "transformer")
-    assert r["status"] == "failed"
-    assert "restored check cell itself raised" in r["feedback"] and "input transformer" in r["feedback"]
+    assert r["status"] == "failed" and UNSHIFTED.hint in r["feedback"], why(graded_class, "transformer")
+    r = row(graded_class, "drops_trigger")
+    assert r["status"] == "not run", why(graded_class, "drops_trigger")
+    assert r["feedback"] == ("the notebook's run did not reach the grader's last cell, so nothing of it "
+                             "can be called"), r["feedback"]
 
 
-@pytest.mark.parametrize("learner, why", [
+@pytest.mark.parametrize("learner, said", [
     ("exits", "the kernel exited with status 3"),
     ("sigkill", "was killed (SIGKILL)"),
 ])
-def test_a_kernel_that_dies_before_the_check_means_not_run(graded_class, learner, why):
+def test_a_kernel_that_dies_before_the_grader_calls_means_not_run(graded_class, learner, said):
     r = row(graded_class, learner)
-    assert r["status"] == "not run" and why in r["feedback"] and "before this check" in r["feedback"]
+    assert r["status"] == "not run" and said in r["feedback"], why(graded_class, learner)
+    assert "the cells after it did not run" in r["feedback"], r["feedback"]
 
 
-def test_a_kernel_that_dies_during_the_check_fails_it(graded_class):
+def test_a_function_that_crashes_its_server_fails_and_says_so(graded_class):
     r = row(graded_class, "segfault")
-    assert r["status"] == "failed"
-    assert r["feedback"] == "the kernel crashed with a segmentation fault (SIGSEGV) while the check ran"
+    assert r["status"] == "failed", why(graded_class, "segfault")
+    assert ("your function ended the grader's process while it was checked: it crashed with a "
+            "segmentation fault (SIGSEGV)") in r["feedback"], r["feedback"]
 
 
 def test_a_loop_that_swallows_the_interrupt_is_stopped_and_named(timed_class):
@@ -721,26 +747,27 @@ def test_a_loop_that_swallows_the_interrupt_is_stopped_and_named(timed_class):
 def test_a_timeout_is_said_as_a_timeout(timed_class):
     r = row(timed_class, "endless")
     assert r["status"] == "failed", why(timed_class, "endless")
-    # on a busy machine the reason goes on to say how busy
-    assert r["feedback"].startswith(
-        f"the check ran past the {SHORT_TIMEOUT} s time limit per cell (an endless loop, or far too slow?)")
+    assert (f"your function ran past the {SHORT_TIMEOUT:g} s time limit for a call (an endless loop, or "
+            f"far too slow?)") in r["feedback"], r["feedback"]
 
 
 @pytest.mark.parametrize("learner", HONEST)
 def test_honest_habits_pass(graded_class, learner):
     r = row(graded_class, learner)
-    assert (r["status"], r["feedback"]) == ("passed", "next_token_targets: 6 checks passed"), \
-        why(graded_class, learner)
+    assert (r["status"], r["feedback"]) == ("passed", PASS), why(graded_class, learner)
 
 
-@pytest.mark.parametrize("learner, how", [("exec_answer", "through exec"), ("globals_answer", "globals()")])
-def test_an_answer_bound_by_exec_or_globals_fails_with_what_to_write_instead(graded_class, learner, how):
-    """The grader probes the notebook's definitions alone (course_lib.grading.probe): a binding it
-    cannot read fails, and says what to write; the learner's own check said the same."""
-    r = row(graded_class, learner)
-    assert r["status"] == "failed", why(graded_class, learner)
-    assert "the grader cannot read this answer" in r["feedback"] and how in r["feedback"], r["feedback"]
-    assert "write `def next_token_targets(...):`" in r["feedback"], r["feedback"]
+def test_where_a_notebook_stopped_is_said_beside_its_grade_on_the_page_and_in_the_report(graded_class):
+    r = row(graded_class, "stops")
+    assert (r["status"], r["feedback"]) == ("passed", PASS), why(graded_class, "stops")
+    said = "stopped with ValueError: a typo of mine \\x1b[2J"   # its escape shown, never obeyed
+    assert r["stopped"].startswith("cell ") and r["stopped"].endswith(said), r["stopped"]
+    page = (graded_class["out"] / "feedback" / "stops" / f"{LESSON[:-6]}.html").read_text()
+    text = re.sub(r"<[^>]+>", "", page)
+    assert "Your notebook's run stopped:" in text and said in html.unescape(text) and "\x1b" not in page
+    html_ = report.render(graded_class["rows"])
+    table = html_[html_.index("Notebooks that stopped"):html_.index("Go over these")]
+    assert "<td>stops</td>" in table and said in html.unescape(table)
 
 
 @pytest.mark.parametrize("learner", ["copied", "helper"])
@@ -751,8 +778,10 @@ def test_the_check_follows_the_cell_that_last_defines_the_function(graded_class,
 def test_a_kernel_slow_to_send_a_cells_outputs_as_on_a_busy_machine_still_passes(graded_class):
     """The flaky "not run" of a correct notebook: nbval stopped a kernel 5 s after its reply."""
     r = row(graded_class, "stalls")
-    assert (r["status"], r["feedback"]) == ("passed", "next_token_targets: 6 checks passed"), \
-        why(graded_class, "stalls")
+    assert (r["status"], r["feedback"]) == ("passed", PASS), why(graded_class, "stalls")
+
+
+RAN_THROUGH = {"drops_trigger"}   # not run: every cell passed, but the grader's last cell never served
 
 
 def not_run_logged(graded, kernels_expected, misnamed=()):
@@ -772,15 +801,17 @@ def not_run_logged(graded, kernels_expected, misnamed=()):
         assert row(graded, learner)["feedback"] in entry
     for learner in kernels:
         entry = entries[f"{learner}/{LESSON}"]
-        assert "pytest's output (its tail):" in entry and "failed" in entry.split("its tail):")[1]
+        assert "pytest's output (its tail):" in entry
+        assert "failed" in entry.split("its tail):")[1] or learner in RAN_THROUGH
         assert "kernel ready after" in entry and "torch" in entry  # imported while it started
     return log
 
 
 def test_every_not_run_is_logged_with_its_reason_and_pytests_output(graded_class, timed_class):
-    # (segfault's kernel dies in the check of the toy lesson's one exercise: failed, not "not run";
-    # endless's check is stopped at the time limit: failed)
-    log = not_run_logged(graded_class, {"exits", "sigkill"}, misnamed=["misnamed/00_start_here (1).ipynb"])
+    # (segfault's server dies in the check of the toy lesson's one exercise: failed, not "not run";
+    # endless's call is stopped at the time limit: failed)
+    log = not_run_logged(graded_class, {"exits", "sigkill", "drops_trigger"},
+                         misnamed=["misnamed/00_start_here (1).ipynb"])
     timed = not_run_logged(timed_class, {"swallows"})
     assert (ARTEFACTS / "grading.log").read_text().endswith(timed + log)
 
@@ -791,7 +822,7 @@ def _fails_to_start_once(monkeypatch):
     def run_copy(*args, **kwargs):
         calls.append(args)
         if len(calls) == 1:
-            return run.Run({}, start_failure="the machine was too slow to start the kernel (test)")
+            return run.Run({}, start_failure="the machine was too slow to start the kernel (test)"), {}
         return real(*args, **kwargs)
     monkeypatch.setattr(run, "_run_copy", run_copy)
     return calls
@@ -825,8 +856,8 @@ def test_a_kernel_that_cannot_start_at_all_is_not_run_with_the_reason(tmp_path):
 
 
 def test_a_notebook_past_its_time_limit_is_stopped(tmp_path):
-    """The run is stopped at its limit and says so in the log; the verdicts are the probe's of the
-    notebook's definitions, which that run decides nothing of (right answers pass)."""
+    """The run is stopped at its limit, which covers the notebook's run and every call of its
+    functions, and says so: in the log and in each exercise's row (nothing was checked)."""
     path = tmp_path / LESSON
     # the notebook's limit counts from when its kernel is ready, and its first code cell sleeps
     nbformat.write(with_cell(fill(blank(), REFERENCE), "import time\ntime.sleep(60)", at=1), path)
@@ -834,9 +865,9 @@ def test_a_notebook_past_its_time_limit_is_stopped(tmp_path):
     graded = run.grade(path, cell_timeout=120, notebook_timeout=5, lessons=toy_lessons(tmp_path / "lessons"))
     results = checks_of(graded.results)
     assert len(results) == N_EXERCISES
-    assert "stopped: the notebook ran past its 5 s time limit before this check" in graded.log
+    assert "stopped: the notebook ran past its 5 s time limit" in graded.log
     for result in results:
-        assert result.status == "passed", result
+        assert (result.status, result.feedback) == ("not run", "the notebook ran past its 5 s time limit"), result
     assert time.monotonic() - start < 60
 
 
@@ -864,16 +895,16 @@ def test_writes_stay_in_the_graded_copy_and_tampering_with_it_fails(graded_class
     ("reads", "FileNotFoundError"),          # the class folder is not in the sandbox at all
     ("overwrites", "FileNotFoundError"),
     ("signals", "ProcessLookupError"),       # its own PID namespace: the grader is not there
-    ("limits", "BlockingIOError"),           # the hard limits: no raising them, no fork bomb
+    ("limits", "PermissionError"),           # the hard limits: no raising them; no process to start
 ])
 def test_a_notebook_cannot_reach_outside_its_sandbox(graded_class, learner, stopped_by):
     r = row(graded_class, learner)
     assert r["status"] == "failed" and r["sandbox"] == "bubblewrap", why(graded_class, learner)
     assert "attack blocked: " in r["feedback"] and stopped_by in r["feedback"], r["feedback"]
-    if learner == "limits":  # not raised; the processes refused at the limit, whatever the machine's speed
+    if learner == "limits":  # not raised; and the graded kernel starts no process at all
         assert "ValueError" in r["feedback"], r["feedback"]
         started, limit = map(int, re.search(r"after (\d+) processes \(process limit (\d+)\)", r["feedback"]).groups())
-        assert limit != -1 and 0 < started < limit, r["feedback"]  # RLIM_INFINITY is -1
+        assert limit != -1 and started == 0, r["feedback"]  # RLIM_INFINITY is -1
 
 
 @needs_sandbox
@@ -978,7 +1009,9 @@ def test_a_rerun_grades_only_what_changed(graded_class, tmp_path):
     nbformat.write(blank(), folder / "blank" / LESSON)  # as it was, for the other tests
 
 
-def test_the_learners_own_pytest_run_gives_the_same_verdict(tmp_path):
+def test_the_graded_copy_kept_reruns_the_cells_the_grader_ran(tmp_path):
+    """--keep: `python -m pytest notebooks/` in the copy runs the learner's cells as the grader did, and
+    its last cell (the grader's) serves nothing without the grader: a plain run, the same outcomes."""
     path = tmp_path / LESSON
     nbformat.write(real_wrong(), path)
     keep = tmp_path / "graded"
@@ -988,8 +1021,10 @@ def test_the_learners_own_pytest_run_gives_the_same_verdict(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     rerun = subprocess.run([sys.executable, "-m", "pytest", "notebooks/"], cwd=keep, env=env,
                            capture_output=True, text=True, timeout=300)
-    assert rerun.returncode == 1
-    assert f"{EXERCISE}: failed (0/1)  {result.feedback.splitlines()[0]}" in rerun.stdout
+    said = rerun.stdout.splitlines()[0].split()[0]   # a letter per code cell: . passed, F failed
+    code = [c for c in nbformat.read(keep / "notebooks" / LESSON, as_version=4).cells if c.cell_type == "code"]
+    assert set(said) <= {".", "F"} and len(said) == len(code), rerun.stdout[-2000:]
+    assert rerun.returncode == (1 if "F" in said else 0), rerun.stdout[-2000:]
 
 
 def test_single_notebook_command(tmp_path, capsys):
@@ -1028,7 +1063,7 @@ def test_an_empty_or_missing_class_folder_is_a_message_not_a_traceback(tmp_path,
 # ---------------------------------------------------------------- without a kernel: every lesson
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
-def test_graded_copy_of_each_lesson_puts_each_check_right_after_its_exercise(lesson, tmp_path):
+def test_graded_copy_of_each_lesson_holds_the_learners_cells_then_the_graders_last_cell(lesson, tmp_path):
     nb = read(ROOT / "exercises" / lesson.name)
     found = lessons.lesson_exercises(read(lesson))
     copy, placements = graded_copy.graded_copy(nb, read(lesson), found, tmp_path)
@@ -1036,12 +1071,9 @@ def test_graded_copy_of_each_lesson_puts_each_check_right_after_its_exercise(les
     for p, (name, i, _) in zip(placements, exercises(nb)):
         assert p.exercise == name
         assert code[p.defined_in].source == nb.cells[i].source
-        assert p.check_cell == p.defined_in + 1
-        check = code[p.check_cell]
-        assert "nbval-check-output" in check.metadata["tags"]
-        assert f"check_{name}({name})" not in check.source  # nothing for a transformer to key on
-        assert check.outputs[0]["text"].startswith(f"{name}: ") and check.execution_count
-    assert copy.cells[-1] is not None and "_grader_check" in copy.cells[-1].source  # nothing after
+    assert not any("check" in tags(c) for c in code)   # the learner's own checks: the grader checks
+    from course_lib.grading.kernel import TRIGGER_CELL
+    assert code[-1].source == TRIGGER_CELL and copy.cells[-1] is code[-1]   # nothing after it
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
@@ -1120,14 +1152,14 @@ def test_a_graded_copy_gets_hash_checked_bytecode_that_python_ignores_for_a_chan
     nb, placements = graded_copy.graded_copy(blank(), toy_lesson(), lessons.lesson_exercises(toy_lesson()), tmp_path)
     graded_copy.write_copy(tmp_path, nb, LESSON, placements, 60, 0, 600)
     cached = tmp_path / "course_lib" / "checks" / "__pycache__"
-    pyc = next(cached.glob("record.cpython-*.pyc"))
+    pyc = next(cached.glob("tables.cpython-*.pyc"))
     assert int.from_bytes(pyc.read_bytes()[4:8], "little") == 0b11  # PEP 552: hash-based, checked
     instructors = graded_copy.tree_hash(ROOT, ("course_lib",))
     assert instructors.pop("course_lib/checks/solutions.json")  # kept out of every copy (NOT_COPIED)
     assert graded_copy.tree_hash(tmp_path, ("course_lib",)) == instructors
-    source = tmp_path / "course_lib" / "checks" / "record.py"
+    source = tmp_path / "course_lib" / "checks" / "tables.py"
     source.write_text(source.read_text() + "\nCHANGED = True\n")
-    shown = subprocess.run([sys.executable, "-c", "import course_lib.checks.record as r, course_lib; "
+    shown = subprocess.run([sys.executable, "-c", "import course_lib.checks.tables as r, course_lib; "
                             "print(course_lib.__file__, getattr(r, 'CHANGED', False))"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=300,
                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
@@ -1153,29 +1185,33 @@ def test_a_record_line_cut_short_is_not_a_forgery(tmp_path, monkeypatch):
     assert plugin._read_records(path, "secret") == ([{"cell": 0, "outcome": "passed"}], False)
 
 
-def test_why_a_check_did_not_run_names_the_cell_that_stopped_the_kernel():
-    settings = {"cell_timeout": 60, "sources": {"0": "import torch", "1": "x = 1"}}
+def test_why_an_exercise_was_not_checked_names_the_cell_that_stopped_the_notebook():
+    settings = {"cell_timeout": 60, "sources": {"0": "import torch", "1": "x = 1", "2": "y = x\x1b[2J\r"}}
     base = dict(when="call", xfail=False, died=False, error=None, stdout="", late=None, busy=None)
     dead = dict(base, outcome="failed", message="Kernel dead on test start")
-    check = graded_copy.Placement("f", 1, 2, 1)
+    defined = graded_copy.Placement("f", 1, 1)
     late = {0: dict(base, outcome="passed", message=None),
             1: dict(base, outcome="failed", message="Timeout of 5 seconds exceeded waiting for output.",
                     late=60.2),
             2: dead}
-    (r,) = verdicts.verdicts(late, [check], settings)
+    unserved = "the notebook's run did not reach the grader's last cell, so nothing of it can be called"
+    (r,) = verdicts.verdicts(late, [defined], settings, unserved=unserved)
     assert (r.status, r.feedback) == ("not run", "the machine was too busy: the kernel finished cell 1 "
                                                  "(`x = 1`) but its output had not arrived 60.2 s later, "
-                                                 "so nbval stopped the kernel; grade it again, before this check")
-    other = {**late, 1: dict(base, outcome="failed", message="Kernel aborted execution request")}
-    (r,) = verdicts.verdicts(other, [check], settings)
-    assert r.feedback == ("the kernel had stopped before this check, after cell 1 (`x = 1`): "
-                          "Kernel aborted execution request")
-    slow = dict(base, outcome="skipped", message="Timeout of 60 seconds exceeded executing cell",
-                busy=[60.1, 5.0, 50.2])  # a time limit reached on a machine too busy to run the check
-    (r,) = verdicts.verdicts({**late, 1: dict(base, outcome="passed", message=None), 2: slow}, [check], settings)
-    assert (r.status, r.feedback) == ("failed", "the check ran past the 60 s time limit per cell (an endless "
-                                                "loop, or far too slow?); the machine was busy: of those "
-                                                "60.1 s the kernel ran 5 s and waited 50.2 s for a CPU")
+                                                 "so nbval stopped the kernel; grade it again")
+    died = {**late, 1: dict(base, outcome="failed", message="the kernel crashed with a segmentation fault "
+                                                            "(SIGSEGV)", died=True)}
+    (r,) = verdicts.verdicts(died, [defined], settings, unserved=unserved)
+    assert r.feedback == ("the kernel crashed with a segmentation fault (SIGSEGV) in cell 1 (`x = 1`); "
+                          "the cells after it did not run")
+    # a cell that raised is said beside the feedback of what was checked, its first line escaped
+    raised = {0: late[0], 1: dict(base, outcome="passed", message=None),
+              2: dict(base, outcome="failed", message="", error=["NameError", "name 'x' is not defined"])}
+    from course_lib.grading.remote import Outcome
+    (r,) = verdicts.verdicts(raised, [defined], settings,
+                             outcomes={"f": Outcome("failed", "AssertionError: Exercise 'f': wrong")})
+    assert r.feedback == ("AssertionError: Exercise 'f': wrong\n(your notebook: cell 2 (`y = x\\x1b[2J\\r`) "
+                          "stopped with NameError: name 'x' is not defined)")
 
 
 def test_defines_finds_helpers_copies_imports_and_broken_cells():
@@ -1254,45 +1290,14 @@ def test_text_that_a_spreadsheet_would_run_is_made_inert(text, shown):
 
 
 @pytest.mark.parametrize("learner", ["later_helper", "exec_answer", "globals_answer"])
-def test_the_check_waits_for_a_helper_or_an_answer_bound_in_a_later_cell(learner, tmp_path):
+def test_the_copy_keeps_a_helper_or_an_answer_bound_in_a_later_cell(learner, tmp_path):
     nb = LEARNERS[learner]()
     lesson = toy_lesson()
     graded, placements = graded_copy.graded_copy(nb, lesson, lessons.lesson_exercises(lesson), tmp_path)
     code = [c for c in graded.cells if c.cell_type == "code"]
     p = next(p for p in placements if p.exercise == EXERCISE)
-    assert ("_shift" if learner == "later_helper" else EXERCISE) in code[p.check_cell - 1].source
+    assert ("_shift" if learner == "later_helper" else EXERCISE) in code[-2].source   # just before the grader's
     assert "def next_token_targets" in code[p.defined_in].source
-
-
-BORROWS = {  # the softmax exercise of lesson 01 answered with the course's own softmax
-    "imported under another name": ("from course_lib.attention import softmax as sm", "return sm(x)"),
-    "imported in the function": (None, "import course_lib.attention as A\nreturn A.softmax(x)"),
-    "bound to its name": ("import course_lib.attention\nsoftmax = course_lib.attention.softmax", None),
-    "imported as its name": ("from course_lib.attention import softmax", None),
-}
-
-
-@pytest.mark.parametrize("how", BORROWS)
-def test_the_courses_own_implementation_gets_no_credit(how):
-    from course_lib.grading import borrowed
-    cell, body = BORROWS[how]
-    lesson = ROOT / "exercises" / "01_attention_by_hand.ipynb"
-    nb = fill(read(lesson), {"softmax": body or REFERENCE["softmax"]})
-    at = next(i for name, i, _ in exercises(nb) if name == "softmax")
-    if cell:
-        nb.cells.insert(at + 1 if body is None else at, nbformat.v4.new_code_cell(cell))
-    assert borrowed.borrowed(nb, "softmax") == "course_lib.attention.softmax"
-    (r,) = borrowed.no_credit([verdicts.Result("softmax", "passed", "softmax: 26 checks passed", 1, 1)], nb)
-    assert (r.status, r.points) == ("failed", 0)
-    assert r.feedback.startswith("no credit: the answer uses the course's own course_lib.attention.softmax")
-
-
-@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
-def test_the_lessons_own_solutions_are_not_taken_for_the_courses_implementation(lesson):
-    """tests/answers.py's REFERENCE calls course_lib (it is flagged); the lessons' solutions are written out."""
-    from course_lib.grading import borrowed
-    nb = read(lesson)
-    assert [name for name, _, _ in exercises(nb) if borrowed.borrowed(nb, name)] == []
 
 
 def test_the_gradebook_says_what_each_notebook_cost_in_cpu(graded_class):
@@ -1304,7 +1309,7 @@ def test_the_gradebook_says_what_each_notebook_cost_in_cpu(graded_class):
     assert row(graded_class, "fifo")["cpu_seconds"] == ""  # refused: nothing ran
 
 
-# ---------------------------------------------------------------- forgeries the replay decides
+# ---------------------------------------------------------------- forgeries the grader's checks decide
 
 def row_of(graded_class, learner, exercise):
     found = [r for r in graded_class["rows"] if r["learner"] == learner and r["exercise"] == exercise]
@@ -1316,16 +1321,14 @@ def rows_of(graded_class, learner):
     return {e: row_of(graded_class, learner, e) for e in ("text_to_ids", EXERCISE, "next_byte_loss")}
 
 
-STOPPED = "the check stopped in your notebook before it reached"
-
-
-def test_a_kernel_that_dies_in_one_check_leaves_the_exercises_after_it_not_run(real_class):
+def test_a_function_that_crashes_its_server_leaves_the_exercises_after_it_checked(real_class):
+    """Each exercise has a server of its own, forked for it from the notebook's: one that crashes
+    costs that exercise alone."""
     rows = rows_of(real_class, "segfault_first")
     assert rows["text_to_ids"]["status"] == "failed", why(real_class, "segfault_first")
     assert "segmentation fault (SIGSEGV)" in rows["text_to_ids"]["feedback"]
     for exercise in (EXERCISE, "next_byte_loss"):
-        assert rows[exercise]["status"] == "not run", why(real_class, "segfault_first")
-        assert rows[exercise]["feedback"], "a not-run exercise says why"
+        assert rows[exercise]["status"] == "passed", why(real_class, "segfault_first")
 
 
 def test_patches_in_the_kernel_decide_nothing(real_class):
@@ -1333,7 +1336,7 @@ def test_patches_in_the_kernel_decide_nothing(real_class):
     rows = rows_of(real_class, "kernel_patches")
     assert {(r["status"], r["points"]) for r in rows.values()} == {("failed", "0")}, why(real_class, "kernel_patches")
     assert UNSHIFTED.hint in rows[EXERCISE]["feedback"]
-    # the probe holds the definitions alone: each wrong answer gets its own checker's hint
+    # the grader's own checkers: each wrong answer gets its own checker's hint
     assert text_to_ids_wrong().hint in rows["text_to_ids"]["feedback"]
     assert LOSS_WRONG.hint in rows["next_byte_loss"]["feedback"]
 
@@ -1341,17 +1344,19 @@ def test_patches_in_the_kernel_decide_nothing(real_class):
 def test_a_system_exit_with_the_pass_text_and_an_always_true_tensor_fail_beside_a_right_answer(real_class):
     rows = rows_of(real_class, "forgeries")
     assert (rows["next_byte_loss"]["status"], rows["next_byte_loss"]["feedback"]) == (
-        "passed", "next_byte_loss: 6 checks passed"), why(real_class, "forgeries")
-    assert rows["text_to_ids"]["status"] == "failed" and STOPPED in rows["text_to_ids"]["feedback"]
+        "passed", LOSS_PASS), why(real_class, "forgeries")
+    assert rows["text_to_ids"]["status"] == "failed", why(real_class, "forgeries")
+    assert f"your function raised SystemExit: {IDS_PASS}" in rows["text_to_ids"]["feedback"]
     true = rows[EXERCISE]
     assert true["status"] == "failed" and true["points"] == "0"
     assert true["feedback"].startswith("AssertionError: Exercise 'next_token_targets'"), true["feedback"]
-    assert UNSHIFTED.hint in true["feedback"]  # recorded as its plain values: unshifted
+    assert UNSHIFTED.hint in true["feedback"]  # sent back as its plain values: unshifted
 
 
-def test_records_the_notebook_forged_decide_nothing(real_class):
-    """Made huge, rewritten with a right answer's values, saved through a link: the verdicts are the
-    probe's of the definitions alone, so the right answers pass and the wrong one fails with its hint."""
+def test_replies_the_notebook_forged_decide_nothing(real_class):
+    """A server's reply forged on every pipe the kernel holds, files of the copy made huge, open()
+    patched: the grader reads nothing its server did not say after the reset, so the right answers
+    pass and the wrong one fails with its hint."""
     rows = rows_of(real_class, "forged_records")
     status = {name: r["status"] for name, r in rows.items()}
     assert status == {"text_to_ids": "passed", EXERCISE: "failed", "next_byte_loss": "passed"}, \
@@ -1367,27 +1372,30 @@ def test_faked_tags_ids_and_stored_outputs_decide_nothing(real_class):
     assert LOSS_WRONG.hint in rows["next_byte_loss"]["feedback"]
 
 
-def test_cases_passed_and_total_come_from_the_replay_and_the_stored_pass_line(tmp_path):
+def test_cases_passed_and_total_come_from_the_graders_checks_and_the_stored_pass_line(tmp_path):
     path = tmp_path / LESSON
     nbformat.write(fill(real_blank(), {"text_to_ids": REFERENCE["text_to_ids"], EXERCISE: UNSHIFTED.body}), path)
     graded = run.grade(path, cell_timeout=TIMEOUT, sandbox=False)
     got = {r.exercise: (r.status, r.cases_passed, r.cases_total) for r in graded.results
            if not is_question(r.exercise)}  # the questions' rows have no cases
-    assert got == {"text_to_ids": ("passed", 16, 16), EXERCISE: ("failed", 1, 6),
-                   "next_byte_loss": ("failed", 0, 6)}, graded.log
-    assert graded.replay_cpu_seconds is not None and graded.replay_cpu_seconds < graded.cpu_seconds
+    total = {name: int(line.split(": ")[1].split()[0]) for name, line in
+             (("text_to_ids", IDS_PASS), (EXERCISE, PASS), ("next_byte_loss", LOSS_PASS))}
+    assert got == {"text_to_ids": ("passed", total["text_to_ids"], total["text_to_ids"]),
+                   EXERCISE: ("failed", 1, total[EXERCISE]),
+                   "next_byte_loss": ("failed", 0, total["next_byte_loss"])}, graded.log
+    assert graded.check_cpu_seconds is not None and 0 < graded.check_cpu_seconds < graded.cpu_seconds
 
 
-PATCHES_THE_COPY = """\
+PATCHES_THE_COPY = f"""\
 import pathlib
 _checks = pathlib.Path("../course_lib/checks/lesson00.py")
 _saved = _checks.read_text()
-_checks.write_text(_saved + "\\ndef check_next_token_targets(fn):\\n    print('next_token_targets: 6 checks passed')\\n")"""
+_checks.write_text(_saved + "\\ndef check_next_token_targets(fn):\\n    print({PASS!r})\\n")"""
 
 
 def test_a_checker_of_the_graded_copy_patched_and_restored_decides_nothing(tmp_path):
     """Unsandboxed (where the copy's course_lib is writable): the patch is undone before the
-    checksum is taken, and the grader's own checker replays the record all the same."""
+    checksum is taken, and the grader's own checker, in the grader, decides all the same."""
     path = tmp_path / LESSON
     nb = after_check(with_cell(real_wrong(), PATCHES_THE_COPY), EXERCISE, "_checks.write_text(_saved)")
     nbformat.write(nb, path)
@@ -1395,3 +1403,12 @@ def test_a_checker_of_the_graded_copy_patched_and_restored_decides_nothing(tmp_p
     r = next(r for r in graded.results if r.exercise == EXERCISE)
     assert (r.status, r.points) == ("failed", 0), graded.log
     assert UNSHIFTED.hint in r.feedback and "changed the grading copy" not in r.feedback
+
+
+def test_a_notebooks_environment_never_holds_the_hubs_token_or_the_live_views_address(monkeypatch, tmp_path):
+    for key in ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "COURSE_LIVE_URL", "PYTEST_CURRENT_TEST"):
+        monkeypatch.setenv(key, "the-instructors-own")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    for env in (sandbox.own_env({"EXTRA": "1"}), sandbox.sandbox_env(tmp_path, {"EXTRA": "1"})):
+        assert not [k for k in env if k.startswith(sandbox.NEVER_PASSED)], sorted(env)
+        assert env["EXTRA"] == "1" and env["LANG"] == "C.UTF-8"

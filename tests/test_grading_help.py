@@ -154,7 +154,7 @@ MARKER = "course-grader-ran-this"
     ('answer("00-bytes", 12)  # ' + "x" * CELL_LIMIT, "not answered", "no answer"),  # too long to read
     ('qid = "00-bytes"\nanswer(qid, 12)', "not answered", "no answer"),
     ('answer("00-bytes", 1,731)', "failed", "a comma inside a number splits it"),
-    ('answer("00-bytes", "1,731")', "failed", "was read as 1731, a comma before three digits"),
+    ('answer("00-bytes", "1,731")', "failed", "was read as 1731, a comma before three digits"),   # read as a number
 ])
 def test_a_hostile_answer_is_read_as_data_and_never_run(source, status, said, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

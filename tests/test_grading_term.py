@@ -21,12 +21,14 @@ from course_lib.grading.submissions import submission_hash
 from course_lib.grading.verdicts import Result
 
 from answers import REFERENCE
-from notebook_tools import ROOT, fill
+from notebook_tools import ROOT, fill, pass_line
 from test_grading import EXERCISE, LESSON, SANDBOXED, TIMEOUT, UNSHIFTED
 from test_grading import real_blank as blank  # lesson 00 itself, with its three exercises
 
 STEM = LESSON[:-6]
 EXERCISES = ["text_to_ids", "next_token_targets", "next_byte_loss"]  # lesson 00's, in order
+# each exercise's count of checks, as lesson 00's saved pass lines give it
+TOTAL = {name: int(pass_line(name).split(": ")[1].split()[0]) for name in EXERCISES}
 UTC = datetime.timezone.utc
 
 
@@ -61,7 +63,7 @@ def test_counts_come_from_the_pass_line_and_the_lessons_stored_one():
     replayed = partial.counted(Result("softmax", "failed", "a hint", 0, 1, cases_passed=12, cases_total=26))
     assert (replayed.cases_passed, replayed.cases_total) == (12, 26)
     lesson = nbformat.read(ROOT / "notebooks" / LESSON, as_version=4)
-    assert partial.stored_counts(lesson) == {"text_to_ids": 16, "next_token_targets": 6, "next_byte_loss": 6}
+    assert partial.stored_counts(lesson) == TOTAL
 
 
 def plain_row(**changes):
@@ -218,7 +220,7 @@ def fake_grader(monkeypatch, calls):
         results = []
         for name in EXERCISES:
             status, count = said.get(name, ["passed", None])
-            total = {"text_to_ids": 16}.get(name, 6)
+            total = TOTAL[name]
             feedback = f"{name}: {total} checks passed" if status == "passed" else "a hint"
             results.append(Result(name, status, feedback, 1 if status == "passed" else 0, 1,
                                   cases_passed=count))
@@ -247,7 +249,7 @@ def fake_class(tmp_path, monkeypatch):
     fake_grader(monkeypatch, calls)
     folder = tmp_path / "class"
     write_learner(folder, "ada")
-    write_learner(folder, "bob", {EXERCISE: ["failed", 3]})
+    write_learner(folder, "bob", {EXERCISE: ["failed", TOTAL[EXERCISE] // 2]})   # half: 0.5 of 1
     write_learner(folder, "cy", {EXERCISE: ["not run", None]})
     write_learner(folder, "dee", {"text_to_ids": ["failed", 4]})
     return dict(folder=folder, out=tmp_path / "grades", calls=calls, tmp=tmp_path)
@@ -256,9 +258,10 @@ def fake_class(tmp_path, monkeypatch):
 def test_partial_credit_through_a_class(fake_class):
     rows, _ = grade_fake(fake_class["folder"], fake_class["out"], partial=True)
     bob = rows_of(rows, "bob")
-    assert (bob["cases"], bob["points"], bob["points_before_penalty"]) == ("3/6", "0.5", "0.5")
-    assert rows_of(rows, "dee", "text_to_ids")["points"] == "0.25"
-    assert rows_of(rows, "ada")["cases"] == "6/6"
+    half = f"{TOTAL[EXERCISE] // 2}/{TOTAL[EXERCISE]}"
+    assert (bob["cases"], bob["points"], bob["points_before_penalty"]) == (half, "0.5", "0.5")
+    assert rows_of(rows, "dee", "text_to_ids")["points"] == f"{round(4 / TOTAL['text_to_ids'], 3):g}"
+    assert rows_of(rows, "ada")["cases"] == f"{TOTAL[EXERCISE]}/{TOTAL[EXERCISE]}"
     summary = {r["learner"]: r for r in read_csv(fake_class["out"] / "summary.csv")}
     assert summary["bob"]["total"] == "2.5"
 
@@ -466,15 +469,17 @@ def test_a_real_class_two_shards_merged_give_the_rows_of_one_run(real_class):
 def test_a_real_class_gets_counts_partial_points_the_late_penalty_and_the_override(real_class):
     rows = real_class["whole"]
     ada = rows_of(rows, "ada")
-    assert (ada["status"], ada["cases"], ada["points"], ada["lateness"]) == ("passed", "6/6", "1", "0:00:00")
-    eve = rows_of(rows, "eve")  # a wrong answer: the replay counts the cases it passed, 1 of 6
-    # partial credit 1/6 = 0.167 of its point, 20% off for lateness: 0.134; overridden to 0.5
+    every = f"{TOTAL[EXERCISE]}/{TOTAL[EXERCISE]}"
+    assert (ada["status"], ada["cases"], ada["points"], ada["lateness"]) == ("passed", every, "1", "0:00:00")
+    eve = rows_of(rows, "eve")  # a wrong answer: the grader's check counts the cases it passed, 1
+    # partial credit 1/N of its point, 20% off for lateness; overridden to 0.5
     assert (eve["status"], eve["cases"], eve["auto_points"], eve["points"], eve["override"]) == (
-        "failed", "1/6", "0.134", "0.5", "yes")
+        "failed", f"1/{TOTAL[EXERCISE]}", f"{round(round(1 / TOTAL[EXERCISE], 3) * 0.8, 3):g}", "0.5", "yes")
     right = rows_of(rows, "eve", "text_to_ids")  # right, a day and half an hour late: 2 days, 20%
+    ids = TOTAL["text_to_ids"]
     assert (right["status"], right["cases"], right["lateness"], right["penalty"],
-            right["points_before_penalty"], right["points"]) == ("passed", "16/16", "1 day, 0:30:00", "20%",
-                                                                 "1", "0.8")
+            right["points_before_penalty"], right["points"]) == ("passed", f"{ids}/{ids}", "1 day, 0:30:00",
+                                                                 "20%", "1", "0.8")
 
 
 def test_a_real_regrade_of_one_learner_keeps_the_others_and_the_override(real_class):

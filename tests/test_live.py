@@ -19,7 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import torch
 
-from course_lib.checks import record, report
+from course_lib.checks import report
+from course_lib.checks.core import seeded
 from course_lib.checks.report import EventError, validated
 from course_lib.live.limits import Bucket, RateLimit
 from course_lib.live.page import PAGE, SCRIPT
@@ -304,13 +305,15 @@ def test_a_hub_that_is_not_there_or_a_bad_address_changes_nothing(kernel, capsys
     assert PASSED.fullmatch(out) and out.count("\n") == 2 and err == ""
 
 
-def test_a_graders_recorded_check_sends_nothing(kernel):
+def test_a_graders_check_sends_nothing(kernel):
+    """The grader's checks (course_lib.grading.remote.run_check, seeded) never send, even where
+    the grader's own environment names a hub with a live view."""
     from course_lib.checks.lesson00 import check_text_to_ids
     hub = Hub()
     try:
         kernel.setenv("COURSE_LIVE_URL", hub.url)
         report._last = "before"
-        with record.recording(1234):
+        with seeded(1234):
             check_text_to_ids(text_to_ids)
         assert report.last() == "before" and hub.received == []
     finally:

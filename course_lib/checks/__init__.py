@@ -29,7 +29,7 @@ _MODULES = {   # the module each exported name lives in
     "questions": ("answer",),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
-_SUBMODULES = {*_MODULES, "core", "record", "tables"}
+_SUBMODULES = {*_MODULES, "core", "tables"}
 
 __all__ = [
     "check_text_to_ids", "check_next_token_targets", "check_next_byte_loss",

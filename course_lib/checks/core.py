@@ -10,17 +10,104 @@ A checker wrapped in `@checker` only ever fails with feedback: any other excepti
 while it checks (say, on something odd that the learner's function returned) becomes an
 AssertionError that names the exercise. `Checker(..., forbidden=...)` reports an answer
 that calls a function its exercise forbids.
+
+A checker runs in one of two places. In a learner's own check cell it calls the function
+itself (direct). In the grader it is given a stand-in for the learner's function
+(course_lib.grading.remote), which sends each call, as data, to the learner's process and
+answers with what happened there; `Checker.call` and `Checker.follow` are the only places
+that touch the learner's function or what it made, and read the same either way. The inputs
+come from `seed(n)`: n itself in direct mode, so that a learner's feedback is reproducible,
+and n offset by a seed the grader draws (`seeded`) when it grades.
 """
+import contextlib
 import functools
 import inspect
 import sys
+import threading
 
 import numpy as np
 import torch
 
 from course_lib.checks import report
-from course_lib.checks.record import made, mode, probe, seed  # noqa: F401 (seed: for the checkers)
 from course_lib.checks.rendering import explain, recorded, show_warnings
+
+_GRADING = threading.local()   # base: the grading seed of the checks this thread runs (none: direct)
+LEARNER_SIDE = {}              # label -> a checker's function that may run in the learner's process
+
+
+def seed(n=0):
+    """The seed for a check's n-th random input: n itself, offset by the grader's seed when it grades."""
+    base = getattr(_GRADING, "base", None)
+    return n if base is None else (base + n) % 2 ** 63
+
+
+def grading():
+    """Whether the checks this thread runs are the grader's (inside `seeded`), not a learner's own."""
+    return getattr(_GRADING, "base", None) is not None
+
+
+class Stopped(AssertionError):
+    """Feedback after which nothing more can be checked: the learner's process has ended (a crash,
+    os._exit, the time limit). A drawn input is not shrunk past it (course_lib.checks.domain)."""
+
+
+@contextlib.contextmanager
+def seeded(base):
+    """Run the checks inside with inputs drawn from the grading seed `base` (the grader's); yields
+    the list of the Checkers they make (each counts the cases that passed)."""
+    previous = getattr(_GRADING, "base", None), getattr(_GRADING, "made", None)
+    _GRADING.base, _GRADING.made = int(base), []
+    try:
+        yield _GRADING.made
+    finally:
+        _GRADING.base, _GRADING.made = previous
+
+
+def label_of(fn):
+    """How a function is named on both sides of the grader's calls: course_lib's by module and
+    qualified name (from its code, whichever way it is reached), others by __module__ and __qualname__."""
+    fn = inspect.unwrap(fn) if callable(fn) else fn
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    lib = _LIB
+    if code is not None and code.co_filename.startswith(lib):
+        rel = code.co_filename[len(lib):-3].replace("/", ".").removesuffix(".__init__")
+        return f"course_lib.{rel}.{code.co_qualname}"
+    module = getattr(fn, "__module__", None) or getattr(getattr(fn, "__self__", None), "__name__", None)
+    if module is None and hasattr(fn, "__objclass__"):
+        module = f"{fn.__objclass__.__module__}.{fn.__objclass__.__qualname__}"
+    return f"{module}.{getattr(fn, '__qualname__', getattr(fn, '__name__', type(fn).__name__))}"
+
+
+_LIB = __file__[:__file__.rindex("checks")]   # course_lib's folder, ending with its separator
+
+
+def learner_side(fn):
+    """Register a checker's function that may run in the learner's process: one the checker passes
+    as an argument (a layer for future_leak), or an observer of a call (`Checker.follow`). The
+    grader's watch there does not count its calls as the checker's own; it runs as it is."""
+    LEARNER_SIDE[label_of(fn)] = fn
+    return fn
+
+
+def exercise_names():
+    """Every exercise's name, from the checkers' index (no checker is imported)."""
+    from course_lib import checks
+    return frozenset(name[6:] for name in checks._WHERE if name.startswith("check_"))
+
+
+def watched_functions(module):
+    """{label: function} of the functions a checker module names in its module-level tuples, lists,
+    sets and dicts: the ones its exercises forbid, and the course's own that it watches for."""
+    found = {}
+    for name, value in vars(module).items():
+        if name.startswith("__"):
+            continue
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list, set, frozenset)) else ()
+        for item in items:
+            if callable(item) and not isinstance(item, type) and label_of(item) not in LEARNER_SIDE:
+                found[label_of(item)] = item
+    return found
 
 
 def show(x, rows=4, cols=6):
@@ -105,7 +192,7 @@ def _message(e):
 def _write_back(target, value):
     """Put what the learner's function wrote into an array argument back into the checker's array.
 
-    In direct and record mode the array already holds it; in replay it comes from the record.
+    Called directly, the array already holds it; from the grader, it comes back with the reply.
     """
     if value is None or target is value:
         return
@@ -113,16 +200,17 @@ def _write_back(target, value):
         if not np.array_equal(target, value, equal_nan=True):
             target[...] = value
     elif isinstance(target, torch.Tensor) and isinstance(value, torch.Tensor) and target.shape == value.shape:
-        if not torch.equal(torch.nan_to_num(target.detach()), torch.nan_to_num(value)):
+        if not torch.equal(torch.nan_to_num(target.detach()), torch.nan_to_num(value.detach())):
             with torch.no_grad():
                 target.copy_(value)
 
 
 def _unchanged(before, after):
     if isinstance(before, np.ndarray):
-        return before.shape == after.shape and np.array_equal(before, after, equal_nan=True)
-    return before.shape == after.shape and torch.equal(torch.nan_to_num(before),
-                                                       torch.nan_to_num(after.detach()))
+        return isinstance(after, np.ndarray) and before.shape == after.shape and \
+            np.array_equal(before, after, equal_nan=True)
+    return isinstance(after, torch.Tensor) and before.shape == after.shape and \
+        torch.equal(torch.nan_to_num(before), torch.nan_to_num(after.detach()))
 
 
 class Checker:
@@ -137,18 +225,22 @@ class Checker:
         self.forbidden = dict(forbidden or {})
         self.takes_tensors = False    # whether the last call's array arguments were torch tensors
         self.last_case = None         # the input of the last call, for feedback on a crash
-        self.raised = None            # what the learner's function raised in the last call (direct
-                                      # and record mode only: never recorded), for its frames
-        if _RUNS:
-            _RUNS[-1].append(self)
-        made(self)   # a grader's replay reads how many cases passed
-        kind = probe("what was checked", lambda: None if callable(fn) else type(fn).__name__)
+        self.raised = None            # what the learner's function raised in the last call, called
+                                      # directly (from the grader: its type and message only)
+        self.seen = {}                # what the last call's observers saw (see `call`)
+        self._last = None             # (result, arguments as passed) of the last direct call
+        if _runs():
+            _runs()[-1].append(self)
+        if getattr(_GRADING, "made", None) is not None:
+            _GRADING.made.append(self)
+        remote = getattr(fn, "remote", None)
+        kind = remote.kind if remote is not None else (None if callable(fn) else type(fn).__name__)
         if kind is not None:
             self.fail(f"expected a function, got {kind}",
                       hint=f"pass the function itself, e.g. check_{exercise}({exercise}), "
                            f"without calling it")
 
-    def fail(self, what, *, case=None, expected=None, got=None, hint):
+    def fail(self, what, *, case=None, expected=None, got=None, hint, stopped=False):
         __tracebackhide__ = True
         lines = [f"Exercise '{self.exercise}': {what}"]
         if case is not None:
@@ -158,9 +250,10 @@ class Checker:
         if got is not None:
             lines.append(f"  got:      {show(got)}")
         lines.append(f"Hint: {hint}")
-        raise explain(AssertionError("\n".join(lines)), raised=self.raised)
+        raise explain((Stopped if stopped else AssertionError)("\n".join(lines)), raised=self.raised)
 
-    def call(self, *args, case, crash_hint=None, none_hint=None, mutable=(), **kwargs):
+    def call(self, *args, case, crash_hint=None, none_hint=None, mutable=(), watch=(), around=None,
+             observe=None, catch=False, **kwargs):
         """The learner's fn(*args, **kwargs), with feedback for a crash, a None, or an input changed in place.
 
         `crash_hint` is the hint for an exception, or a function (kind, message) -> hint.
@@ -169,11 +262,21 @@ class Checker:
         cannot change the checker's data; those named in `mutable` (by position or keyword)
         are passed as they are, since the exercise writes into them. A tensor that requires
         grad is passed as it is too, so gradients can reach it, and compared afterwards.
+        Anything else (a list, a dict, a model, an optimizer) is passed as it is: from the
+        grader it comes back as the call left it.
+
+        What else the call is watched for goes into `self.seen`: "watched", the names of the
+        functions in `watch` that ran during it (course_lib's own answers, say); with `around`
+        (a `learner_side` class of context manager: a TorchFunctionMode, say), "around", what
+        its instance's report() said after the call ran inside it, where it ran; with `observe`
+        (a `learner_side` function), "observed", observe(result, *args) run where the call
+        ran, after it. With
+        catch=True what the function raised is not feedback here: `self.seen["raised"]` holds
+        (type name, message), for the caller to diagnose, and the result is None.
         """
         __tracebackhide__ = True
-        fn = self.fn
-        names = probe(f"the parameter names for {case}",
-                      lambda: _parameter_names(fn, len(args))) + list(kwargs)
+        fn, remote = self.fn, getattr(self.fn, "remote", None)
+        names = (remote.names(len(args)) if remote is not None else _parameter_names(fn, len(args))) + list(kwargs)
         given = list(args) + list(kwargs.values())
         passed, before, written = [], [], []
         for i, (name, value) in enumerate(zip(names, given)):
@@ -187,33 +290,38 @@ class Checker:
                 before.append(copy)
                 written.append(False)
             else:
-                passed.append(copy)
+                passed.append(copy if remote is None else value)
                 before.append(value)
                 written.append(False)
         self.last_case = case
         self.raised = None
         self.takes_tensors = any(isinstance(v, torch.Tensor) for v in given)
-
-        def invoke():
-            # The one place the learner's function runs: what it returned, the first forbidden
-            # function it called, the inputs it changed, and what it wrote into `mutable` arrays.
-            watch = Watch(self.forbidden)
-            try:
-                with watch:
-                    result = fn(*passed[:len(args)], **dict(zip(kwargs, passed[len(args):])))
-            except NotImplementedError:
-                raise
-            except Exception as e:
-                self.raised = e   # its frames are shown with the feedback; not part of the record
-                return {"raised": (type(e).__name__, _message(e)), "called": watch.called}
-            changed = [name for name, was, now in zip(names, before, passed)
-                       if was is not None and not _unchanged(was, now)]
-            wrote = [_snapshot(now) if w else None for now, w in zip(passed, written)]
-            return {"result": result, "called": watch.called, "changed": changed, "wrote": wrote}
-
-        seen = probe(f"the call {case}", invoke)
-        for target, value in zip(passed, seen.get("wrote") or ()):
-            _write_back(target, value)
+        shown = {label_of(f): name for name, f in self.forbidden.items()}
+        watched = {label_of(f): f.__qualname__ for f in watch}
+        if remote is not None:
+            seen = remote.call(passed[:len(args)], dict(zip(kwargs, passed[len(args):])), case=case,
+                               labels=list(shown) + list(watched), around=around, observe=observe)
+            called = [label for label in seen["labels"] if label in shown]
+            seen["called"] = shown[called[0]] if called else None
+            seen["watched"] = list(dict.fromkeys(watched[label] for label in seen["labels"] if label in watched))
+            after = seen["after"]
+            for target, now in zip(passed, after):   # lists, dicts, models as the call left them
+                _mirror(target, now)
+        else:
+            seen = self._invoke(fn, passed, len(args), kwargs, watch, around, observe)
+            after = passed
+        self.seen = seen
+        seen["changed"] = [name for name, was, now in zip(names, before, after)
+                           if was is not None and not _unchanged(was, now)] if "result" in seen else []
+        for target, value, w in zip(passed, after, written):
+            if w:
+                _write_back(target, value)
+        if "ended" in seen:   # the learner's process is gone: nothing more can be checked
+            self.fail(seen["ended"], case=case, stopped=True,
+                      hint="run your function on this input in a cell of its own: an endless loop, "
+                           "os._exit or exit(), a crash or a huge allocation ends it")
+        if "raised" in seen and catch:
+            return None
         if "raised" in seen:  # the learner's bug, reported as feedback rather than a traceback
             kind, text = seen["raised"]
             if callable(crash_hint):   # a hint chosen by what was raised
@@ -241,6 +349,49 @@ class Checker:
                       hint=none_hint or "finish it with a `return` of the result; a function "
                                         "without one returns None")
         return result
+
+    def _invoke(self, fn, passed, n, kwargs, watch, around, observe):
+        """The one place the learner's function runs in this process: what it returned or raised, the
+        first forbidden function it called and what else it was watched for."""
+        spy = Watch(self.forbidden, watch)
+        inside = around() if around is not None else contextlib.nullcontext()
+        seen = {}
+        try:
+            with spy, inside:
+                result = fn(*passed[:n], **dict(zip(kwargs, passed[n:])))
+            seen["result"] = result
+        except NotImplementedError:
+            raise
+        except Exception as e:
+            self.raised = e   # its frames are shown with the feedback
+            seen["raised"] = (type(e).__name__, _message(e))
+            result = None
+        seen.update(called=spy.called, watched=list(spy.watched))
+        if around is not None:
+            seen["around"] = inside.report()
+        if spy.thread and "raised" not in seen:
+            seen.update(raised=("RuntimeError", "the grader runs your function where it cannot start a "
+                                "thread (it started one: a ThreadPoolExecutor, threading.Thread?)"))
+            del seen["result"]
+        self._last = (result, passed[:n], dict(zip(kwargs, passed[n:])))
+        if observe is not None:
+            seen["observed"] = _observe_here(observe, self._last, {})
+        return seen
+
+    def follow(self, observer, **data):
+        """observer(result, *args, **data) on the last call, run where that call ran (a
+        `learner_side` function: a backward pass through the result, say); returns its value,
+        or {"raised": (type name, message)} for what it raised."""
+        __tracebackhide__ = True
+        remote = getattr(self.fn, "remote", None)
+        if remote is not None:
+            seen = remote.follow(observer, data, case=self.last_case)
+            if "ended" in seen:
+                self.fail(f"your function's result ended the grader's process ({seen['ended']})",
+                          case=self.last_case, stopped=True,
+                          hint="run your function on this input in a cell of its own")
+            return seen["observed"]
+        return _observe_here(observer, self._last, data)
 
     def array(self, value, what, case):
         """The value as a NumPy array (a torch tensor is converted), or feedback that it is neither.
@@ -299,18 +450,21 @@ class Checker:
         print(f"{self.exercise}: {self.passed} checks passed")
 
 
-_RUNS = []   # for each `checker` running, the Checkers it made, the newest last
+def _runs():
+    """For each `checker` running in this thread, the Checkers it made, the newest last."""
+    if not hasattr(_GRADING, "runs"):
+        _GRADING.runs = []
+    return _GRADING.runs
 
 
 class Watch:
-    """While active, records the first call of any forbidden function, by its code (or identity).
+    """While active, notes the first call of a forbidden function, the watched functions that ran
+    (by their code, whichever name or module reached them; a builtin by its identity), and
+    whether a thread was started (which the grader's process cannot). A profiler already set
+    (a debugger, coverage) is put back afterwards."""
 
-    A Python function is caught through sys.setprofile's "call" events, whatever name or
-    module it was reached through; a builtin (C) function through its "c_call" events.
-    Any profiler already set (a debugger, coverage) is put back afterwards.
-    """
-
-    def __init__(self, forbidden):
+    def __init__(self, forbidden, watched=()):
+        import _thread
         self.codes, self.builtins, self.called = {}, {}, None
         for name, fn in forbidden.items():
             code = getattr(inspect.unwrap(fn), "__code__", None)
@@ -318,24 +472,76 @@ class Watch:
                 self.codes[code] = name
             else:
                 self.builtins[id(fn)] = name
+        self.looked = {inspect.unwrap(f).__code__: f.__qualname__ for f in watched}
+        self.watched, self.thread = [], False
+        self.start = id(_thread.start_new_thread)
 
     def _profile(self, frame, event, arg):
-        if self.called is None:
-            if event == "call":
-                self.called = self.codes.get(frame.f_code)
-            elif event == "c_call":
+        if event == "call":
+            code = frame.f_code
+            if self.called is None:
+                self.called = self.codes.get(code)
+            name = self.looked.get(code)
+            if name is not None and name not in self.watched:
+                self.watched.append(name)
+        elif event == "c_call":
+            if self.called is None:
                 self.called = self.builtins.get(id(arg))
+            if id(arg) == self.start:
+                self.thread = True
 
     def __enter__(self):
-        if self.codes or self.builtins:
-            self.previous = sys.getprofile()
-            sys.setprofile(self._profile)
+        self.previous = sys.getprofile()
+        sys.setprofile(self._profile)
         return self
 
     def __exit__(self, *exc):
-        if self.codes or self.builtins:
-            sys.setprofile(self.previous)
+        sys.setprofile(self.previous)
         return False
+
+
+def _observe_here(observer, last, data):
+    """observer(result, *args, **data) on the last call made in this process, or what it raised."""
+    if last is None:
+        raise RuntimeError("a checker followed up a call that was never made: a bug in course_lib.checks")
+    result, args, _ = last
+    try:
+        return observer(result, *args, **data)
+    except Exception as e:
+        return {"raised": (type(e).__name__, _message(e))}
+
+
+def _mirror(target, after):
+    """Make the checker's `target` what the grader's call left it in the learner's process (`after`),
+    as a call made here would have: a list or dict, a module of the course, an optimizer, a generator."""
+    if target is after:
+        return
+    if isinstance(target, list) and isinstance(after, list):
+        target[:] = after
+    elif isinstance(target, dict) and isinstance(after, dict):
+        target.clear()
+        target.update(after)
+    elif isinstance(target, torch.nn.Module) and type(after) is type(target):
+        load_module_state(target, after.state_dict(), {k: p.grad for k, p in after.named_parameters()},
+                          {k: p.requires_grad for k, p in after.named_parameters()}, after.training)
+    elif isinstance(target, torch.optim.Optimizer) and type(after) is type(target):
+        target.load_state_dict(after.state_dict())
+    elif isinstance(target, torch.Generator) and isinstance(after, torch.Generator):
+        target.set_state(after.get_state())
+    elif isinstance(target, torch.Tensor) and isinstance(after, torch.Tensor) and target.requires_grad:
+        _write_back(target, after)
+
+
+def load_module_state(m, state, grads, requires_grad, training):
+    """Give module `m` this state: values (and their dtype), gradients, requires_grad, train or eval mode."""
+    floats = {v.dtype for v in state.values() if v.is_floating_point()}
+    if len(floats) == 1:
+        m.to(next(iter(floats)))
+    m.load_state_dict(state)
+    for name, p in m.named_parameters():
+        p.requires_grad_(bool(requires_grad.get(name, p.requires_grad)))
+        p.grad = grads.get(name)
+    m.train(bool(training))
 
 
 def checker(check):
@@ -351,12 +557,7 @@ def checker(check):
     @functools.wraps(check)
     def run(fn):
         __tracebackhide__ = True
-        why = _grader_cannot_read(name) if mode() == "direct" else None
-        if why:
-            raise AssertionError(f"Exercise '{name}': the grader cannot read this answer: {why}\n"
-                                 f"Hint: the grader checks your definitions alone, read from your cells; "
-                                 f"run every cell again once it is a plain def")
-        _RUNS.append([])
+        _runs().append([])
         caught = []
         try:
             with recorded() as caught:
@@ -364,7 +565,7 @@ def checker(check):
         except (AssertionError, NotImplementedError) as e:
             raise explain(e, caught)   # shown as its message, without the checkers' frames
         except Exception as e:  # a checker only ever fails with its own message
-            made = _RUNS[-1]
+            made = _runs()[-1]
             case = made[-1].last_case if made else None
             text = f"{type(e).__name__}: {_message(e)}".splitlines()[0][:300]
             lines = [f"Exercise '{name}': the check could not go on with what your function "
@@ -382,25 +583,12 @@ def checker(check):
             lines.append(f"Hint: {hint}")
             raise explain(AssertionError("\n".join(lines)), caught) from None
         finally:
-            _RUNS.pop()
+            _runs().pop()
         show_warnings(caught)   # after the pass line, each once
         return result
 
     run.feedback_only = True   # tests/test_checks.py asserts every check_<name> carries it
     return report.reported(name, run)   # each outcome to the hub's live view, where there is one
-
-
-def _grader_cannot_read(name):
-    """Why the grader's probe could not read `name` as this IPython kernel's cells bind it; None
-    when it could, or outside IPython (`course_lib.grading.definitions`)."""
-    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-    if shell is None or not hasattr(shell, "history_manager"):
-        return None
-    try:
-        from course_lib.grading.definitions import read_sources
-        return read_sources(list(shell.history_manager.input_hist_raw)).unreadable(name)
-    except Exception:  # the check itself still runs
-        return None
 
 
 def _parameter_names(fn, n):
@@ -493,7 +681,7 @@ def gradients_flow(c, fn, inputs, names, reference, case, extra=()):
         c.fail("no gradient flows through your function", case=case,
                hint="use torch operations only: .detach(), .item(), NumPy or torch.no_grad() "
                     "cut the graph, and the layer could not be trained")
-    seen = probe(f"the backward pass for {case}", lambda: backward(out, mine))
+    seen = c.follow(backward, inputs=list(range(len(mine))))
     if "raised" in seen:
         c.fail(f"the backward pass through your function failed: {seen['raised']}", case=case,
                hint="an in-place edit (+=, masked_fill_, x[...] = ...) overwrote a tensor that "
@@ -515,17 +703,27 @@ def gradients_flow(c, fn, inputs, names, reference, case, extra=()):
     c.ok()
 
 
-def backward(out, inputs, weight=None):
-    """Back-propagate (out * weight).sum() (weight 1 when None) through the learner's graph: for a probe.
-
-    Returns {"grads": [each input's .grad, or None]}, or {"raised": torch's error in one line}.
+@learner_side
+def backward(out, *args, inputs=(), weight=None):
+    """Back-propagate (out * weight).sum() (weight 1 when None) through the learner's graph, where it was
+    made (a `Checker.follow` observer): {"graph": whether out carries one, "grads": for each argument
+    in `inputs`, its .grad (a module's: {parameter name: .grad})}, or {"raised": torch's error in one line}.
     """
+    if not isinstance(out, torch.Tensor) or out.grad_fn is None and not out.requires_grad:
+        return {"graph": False, "grads": [None] * len(inputs)}
     try:
         total = out.double() if weight is None else out.double() * weight
         total.sum().backward()
     except Exception as e:  # the learner's graph, reported as feedback rather than a traceback
         return {"raised": f"{type(e).__name__}: {torch_error(e)}"}
-    return {"grads": [None if t.grad is None else t.grad.detach().clone() for t in inputs]}
+    grads = []
+    for i in inputs:
+        a = args[i]
+        if isinstance(a, torch.nn.Module):
+            grads.append({k: None if p.grad is None else p.grad.detach().clone() for k, p in a.named_parameters()})
+        else:
+            grads.append(None if a.grad is None else a.grad.detach().clone())
+    return {"graph": True, "grads": grads}
 
 
 def torch_error(e):

@@ -10,24 +10,25 @@ text holds a capital or a mask is longer than a table. Beside its named cases a 
 `d.size(1, 1_100)`, `d.many(...)`, `d.seed()` for an array's values) and returns it with the
 text that names it in feedback; `check_one(c, input, case)` checks it the way the named cases
 are checked (through `c.call`, `c.fail` and `c.ok`). The n inputs come from
-`seed(stream)` (course_lib.checks.record): the same inputs in every run of a learner's own
-check, others for each grading. When one fails, the choices that made it are shrunk, as
+`seed(stream)` (course_lib.checks.core): the same inputs in every run of a learner's own
+check, others for each grading (the grader's seed, which the learner's process never sees). When one fails, the choices that made it are shrunk, as
 Hypothesis shrinks (delete a block of choices, lower one towards its smallest value, keep the
 result when the input still fails the same way), to the smallest input found, and that
 input's feedback is shown. A drawn input that passes counts as one check; a failing check
 counts the inputs that passed before it, never the tries the shrinking made.
 
-Why not Hypothesis itself, which draws and shrinks this way and better: the grader replays a
-check in another process than the one that recorded it (course_lib.checks.record), so the
-inputs must be a function of the seed alone, and Hypothesis 6 (6.170 tried) also draws, now and
-then, constants it reads from the source of the modules a process has loaded: importing a
+Why not Hypothesis itself, which draws and shrinks this way and better: a learner's check must
+draw the same inputs on every run (nbval compares its pass line, and feedback must be
+reproducible), so the inputs must be a function of the seed alone, and Hypothesis 6 (6.170
+tried) also draws, now and then, constants it reads from the source of the modules a process has loaded: importing a
 module that holds `MAGIC = 987654` changed what `@seed(7)` drew from `integers(0, 10**6)`, and
 987654 was among the draws. It also wrote a `.hypothesis/` folder into the working directory,
-shrinks without a bound on the number of calls (each of which a grading records), and took 3 s
+shrinks without a bound on the number of calls (each of which the grader sends to the learner's
+process and waits for), and took 3 s
 to build its Unicode tables the first time a process drew text. The drawer here is a few dozen
 lines, draws from NumPy's generator alone (tests/test_domain.py asserts that a loaded module
 changes nothing), and stops shrinking after a fixed number of calls, never after a time, so
-that a record and its replay take the same path.
+that a loaded machine shows the same feedback as a quiet one.
 """
 import re
 
@@ -41,7 +42,7 @@ CHARACTERS = ("abcxyz", "ABCXYZ", "0189", ".,;!?'-(", " ", "\t", "\n", "\r", ("\
               "\x00\x01\x1b\x7f", "éüßÆñ", "\u0301\u0308", "ﬁ\u212b\u00c5", "€中文語",
               "💡😀👍🏽", "\ufeff\u200d\u2028")
 
-SHRINK_CALLS = 200  # the most inputs tried while shrinking one failure (a grading records each)
+SHRINK_CALLS = 200  # the most inputs tried while shrinking one failure (a grading sends each)
 
 
 class Draw:
@@ -206,7 +207,7 @@ def each(c, draw, check_one, n, stream):
     On success c counts n more checks passed.
     """
     __tracebackhide__ = True
-    from course_lib.checks.record import ReplayMismatch, seed   # torch: only when checking
+    from course_lib.checks.core import Stopped, seed   # torch: only when checking
     rng = np.random.default_rng(seed(stream))
     before = c.passed
     for k in range(n):
@@ -214,7 +215,7 @@ def each(c, draw, check_one, n, stream):
         example, case = draw(d)
         try:
             check_one(c, example, case)
-        except (NotImplementedError, ReplayMismatch, KeyboardInterrupt, SystemExit):
+        except (NotImplementedError, Stopped, KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:
             c.passed = before + k
@@ -224,13 +225,13 @@ def each(c, draw, check_one, n, stream):
 
 def _attempt(c, draw, check_one, choices):
     """(the failure, or None, and the choices actually used) for the input `choices` make."""
-    from course_lib.checks.record import ReplayMismatch
+    from course_lib.checks.core import Stopped
     d = Draw(prefix=choices)
     example, case = draw(d)
     count = c.passed
     try:
         check_one(c, example, case)
-    except (NotImplementedError, ReplayMismatch, KeyboardInterrupt, SystemExit):
+    except (NotImplementedError, Stopped, KeyboardInterrupt, SystemExit):
         raise
     except Exception as e:
         return e, d.choices

@@ -2,7 +2,7 @@
 import numpy as np
 
 from course_lib import attention as ref
-from course_lib.checks.core import Checker, checker, pair, random_qkv, seed
+from course_lib.checks.core import Checker, checker, learner_side, pair, random_qkv, seed
 from course_lib.checks.domain import each
 from course_lib.checks.lesson01 import ATTENTIONS, attention_hint, swapped
 
@@ -175,16 +175,19 @@ def _precision(got, want):
 
 # Layers for check_future_leak: each maps x (T, C) to (T, C) and reads the future or not.
 
+@learner_side
 def _prefix_mean(x):
     """Causal: row t is the mean of rows 0..t."""
     return np.cumsum(x, axis=0) / np.arange(1, len(x) + 1)[:, None]
 
 
+@learner_side
 def _whole_mean(x):
     """Not causal: every row is the mean of all rows, added to its own."""
     return x + x.mean(axis=0, keepdims=True)
 
 
+@learner_side
 def _two_ahead(x):
     """Row t adds row t + 2, when there is one."""
     ahead = np.zeros_like(x)
@@ -192,6 +195,7 @@ def _two_ahead(x):
     return x + ahead
 
 
+@learner_side
 def _cancelling(x):
     """Columns 0 and 1 of row t hold +s and -s, s the sum of the later rows: they cancel in a sum."""
     later = np.cumsum(x[::-1].sum(axis=1))[::-1]      # later[t] = sum of rows t..T-1
@@ -201,11 +205,13 @@ def _cancelling(x):
     return out
 
 
+@learner_side
 def _tiny_leak(x):
     """Causal but for a leak of 1e-9 times the last row's sum, far below allclose's tolerance."""
     return _prefix_mean(x) + 1e-9 * x[-1].sum()
 
 
+@learner_side
 def _one_feature_ahead(x):
     """Row t's feature 0 adds feature 2 of row t + 1: a leak through one feature only."""
     out = _prefix_mean(x)
@@ -213,6 +219,7 @@ def _one_feature_ahead(x):
     return out
 
 
+@learner_side
 def _order_ahead(x):
     """Row t adds the rank of each feature within row t + 1: it reads only the order of the
     next row's features, which adding the same number to all of them leaves exactly as it is."""

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from course_lib import attention as ref
-from course_lib.checks.core import Checker, backward, checker, gradients_flow, matches, probe, seed
+from course_lib.checks.core import Checker, backward, checker, gradients_flow, matches, seed
 from course_lib.checks.domain import each
 from course_lib.checks.lesson04 import observed_call
 
@@ -105,7 +105,7 @@ def _gradient(c, fn, x, *args, case, want_grad):
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         c.fail("no gradient flows back through your function", case=case, hint=_GRAD_HINT)
     weight = torch.arange(out.numel(), dtype=torch.float64).reshape(out.shape)
-    seen = probe(f"the backward pass for {case}", lambda: backward(out, [x], weight))
+    seen = c.follow(backward, inputs=[0], weight=weight)
     if "raised" in seen:
         c.fail(f"the backward pass through your function failed: {seen['raised']}", case=case,
                hint=_GRAD_HINT)

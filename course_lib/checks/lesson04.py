@@ -1,23 +1,18 @@
 """Checkers for lesson 04, the residual stream.
 
 Also the helpers that lessons 03 to 07 share: `own_messages` (a checker fails only with
-its own feedback, never with an error from torch), `watch_calls` (which of the course's
-own functions an answer called), `observed_call` (a call of the learner's function that
-also reports what the checker must know of it, in record and replay alike) and `python_int`.
+its own feedback, never with an error from torch), `observed_call` (a call of the learner's
+function that also reports what the checker must know of it, called directly or from the
+grader alike) and `python_int`.
 """
-import contextlib
-import functools
-import inspect
 import numbers
-import sys
-import types
 
 import numpy as np
 import torch
 
 from course_lib.blocks import Block
-from course_lib.checks.core import (HALF, Checker, _message, checker, gradients_flow, matches,
-                                    name_the_mistake, probe, seed, tensor_result, tensors_close)
+from course_lib.checks.core import (HALF, Checker, backward, checker, gradients_flow, matches,
+                                    name_the_mistake, seed, tensor_result, tensors_close)
 from course_lib.checks.domain import each
 from course_lib.costs import approx_params, count_params, param_breakdown
 from course_lib.model import ModelConfig
@@ -34,42 +29,14 @@ def own_messages(exercise):
     return decorate
 
 
-class watch_calls:
-    """Within `with watch_calls(f, g) as seen:`, seen.called holds the names of the watched
-    Python functions (or methods) that ran, however they were reached: fn(), Class.fn(obj),
-    obj.fn(), or through nn.Module.__call__."""
-
-    def __init__(self, *functions):
-        self._codes = {inspect.unwrap(f).__code__: f.__qualname__ for f in functions}
-        self.called = []
-
-    def _profile(self, frame, event, arg):
-        if event == "call" and frame.f_code in self._codes:
-            name = self._codes[frame.f_code]
-            if name not in self.called:
-                self.called.append(name)
-        if self._chain is not None:      # a Watch for forbidden functions, outside this one
-            self._chain(frame, event, arg)
-
-    def __enter__(self):
-        self._before = sys.getprofile()
-        python = isinstance(self._before, (types.FunctionType, types.MethodType))
-        self._chain = self._before if python else None
-        sys.setprofile(self._profile)
-        return self
-
-    def __exit__(self, *exc):
-        sys.setprofile(self._before)
-        return False
-
-
 def observed_call(c, *args, case, watch=(), observe=None, catch=False, none_hint=None,
                   crash_hint=None, mutable=(), **kwargs):
-    """c.call(*args, **kwargs), observing inside its probe what else the checker must know of
-    the call, so that a replay knows it too. Returns (result, seen):
+    """c.call(*args, **kwargs), also reporting what the checker must know of the call. Returns
+    (result, seen):
 
     - seen["called"]: the names of the functions in `watch` that ran during the call;
-    - seen["observed"]: observe() (plain data), run after the call, or after its crash;
+    - seen["observed"]: observe(result, *args), a `learner_side` function run where the call
+      ran, after it (or after its crash);
     - seen["raised"]: with catch=True, (type name, message) of what the learner's function
       raised, for the caller to diagnose after what `observe` saw (the result is then None);
       without catch, a crash is c.call's own feedback. None otherwise.
@@ -77,37 +44,10 @@ def observed_call(c, *args, case, watch=(), observe=None, catch=False, none_hint
     A None result fails as c.call fails it, with `none_hint`.
     """
     __tracebackhide__ = True
-    fn = c.fn
-
-    @functools.wraps(fn)
-    def observed(*a, **k):
-        # runs inside c.call's probe, in place of the learner's function
-        seen = {"result": None, "raised": None, "called": [], "observed": None}
-        with (watch_calls(*watch) if watch else contextlib.nullcontext()) as calls:
-            try:
-                seen["result"] = fn(*a, **k)
-            except NotImplementedError:
-                raise
-            except Exception as e:
-                if not catch:
-                    raise
-                c.raised = e    # for its frames under the feedback; not part of the record
-                seen["raised"] = (type(e).__name__, _message(e))
-        seen["called"] = list(calls.called) if watch else []
-        if observe is not None:
-            seen["observed"] = observe()
-        return seen
-
-    c.fn = observed
-    try:
-        seen = c.call(*args, case=case, crash_hint=crash_hint, mutable=mutable, **kwargs)
-    finally:
-        c.fn = fn
-    if seen["raised"] is None and seen["result"] is None:
-        c.fail("your function returned None", case=case,
-               hint=none_hint or "finish it with a `return` of the result; a function "
-                                 "without one returns None")
-    return seen["result"], seen
+    result = c.call(*args, case=case, watch=watch, observe=observe, catch=catch, none_hint=none_hint,
+                    crash_hint=crash_hint, mutable=mutable, **kwargs)
+    return result, {"called": c.seen.get("watched", []), "observed": c.seen.get("observed"),
+                    "raised": c.seen.get("raised")}
 
 
 def python_int(c, got, case, what, hint):
@@ -208,6 +148,7 @@ _AXIS_HINT = ("block.attn and block.mlp take the stream as (B, T, C) and work on
               "as it is, without transposing or reshaping")
 
 
+_THE_BLOCK = (Block.forward, Block.writes)   # course_lib's own block: the answer key
 _CALLED_BLOCK = ("build the block from its parts, block.norm1, block.attn, block.norm2 and "
                  "block.mlp: block(x), block.forward and block.writes are course_lib's own "
                  "block, the answer key, and earn no credit")
@@ -252,7 +193,7 @@ def _block_one(c, args, case):
     with torch.no_grad():
         variants = {k: v.numpy() for k, v in _block_variants(x, block).items()}
         got, seen = observed_call(c, x, block, case=case, crash_hint=_AXIS_HINT,
-                                  watch=(Block.forward, Block.writes),
+                                  watch=_THE_BLOCK,
                                   none_hint="end with `return x`, the stream after both "
                                             "sublayers")
     if seen["called"]:
@@ -285,16 +226,20 @@ def _check_gradients(c, fn, x, block, case):
     x = x.clone().requires_grad_(True)
     case = case + ", with gradients on"
     out = c.call(x, block, case=case, crash_hint=_AXIS_HINT)
-    grads = probe(f"the backward pass for {case}",
-                  lambda: _cut_gradients(out, x, block)) if isinstance(out, torch.Tensor) else {}
+    grads = c.follow(backward, inputs=[0, 1], weight=2 * out.detach().double()) \
+        if isinstance(out, torch.Tensor) else {}
     for p in block.parameters():
         p.requires_grad_(False)
+    if "raised" in grads:
+        c.fail(f"the backward pass through your function failed: {grads['raised']}", case=case,
+               hint="build the result from the block's parts with ordinary tensor operations, "
+                    "without editing in place a tensor autograd still needs")
     if not grads.get("graph"):
         c.fail("the result carries no gradient", case=case,
                hint="build the result from the block's parts with ordinary tensor operations: "
                     "no torch.no_grad(), .detach(), .numpy() or .item() inside the function, "
                     "or training could not learn through it")
-    cut = grads["cut"]
+    cut = _cut(grads["grads"], block)
     if cut:
         c.fail("no gradient reaches " + ", ".join(cut[:3]) + ("..." if len(cut) > 3 else ""),
                case=case,
@@ -304,16 +249,18 @@ def _check_gradients(c, fn, x, block, case):
     c.ok()
 
 
-def _cut_gradients(out, x, block):
-    """For a probe: whether `out` carries a graph and, after a backward pass through it, what
-    got no gradient (the input x, then the block's parameters by name)."""
-    if out.grad_fn is None:
-        return {"graph": False}
-    out.pow(2).sum().backward()
-    cut = [name for name, p in block.named_parameters() if p.grad is None or not p.grad.any()]
-    if x.grad is None or not x.grad.any():
+def _cut(grads, block):
+    """What got no gradient from a backward pass through sum(out ** 2) (weight 2 out): the input x,
+    then the block's parameters by name (`grads`: backward's, for x and the block)."""
+    x_grad, params = grads
+    cut = [name for name, _ in block.named_parameters()
+           if params.get(name) is None or not params[name].any()]
+    if x_grad is None or not x_grad.any():
         cut.insert(0, "the input x")
-    return {"graph": True, "cut": cut}
+    return cut
+
+
+_THE_COUNT = (count_params, param_breakdown)   # course_lib's own count: the answer key
 
 
 def _count_mistakes(config):
@@ -354,8 +301,7 @@ def check_count_params(fn):
     __tracebackhide__ = True
     c = Checker("count_params", fn)
     small = ModelConfig(vocab_size=50, max_len=7, d_model=24, n_heads=3, n_layers=3)
-    _, seen = observed_call(c, small, case="a small ModelConfig",
-                            watch=(count_params, param_breakdown),
+    _, seen = observed_call(c, small, case="a small ModelConfig", watch=_THE_COUNT,
                             none_hint="end with `return total`, the count as an int")
     if seen["called"]:
         c.fail(f"your function calls course_lib's own count ({', '.join(seen['called'])})",

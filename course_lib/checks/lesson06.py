@@ -1,7 +1,5 @@
 """Checkers for lesson 06, training: one optimisation step on shifted next-token targets."""
-import contextlib
 import copy
-import functools
 import math
 import numbers
 
@@ -10,48 +8,27 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from course_lib.checks.core import Checker, backward, probe, seed
+from course_lib.checks.core import Checker, backward, learner_side, seed
 from course_lib.checks.domain import each
-from course_lib.checks.lesson04 import own_messages, watch_calls
+from course_lib.checks.lesson04 import own_messages
 from course_lib.data import get_batch
 from course_lib.model import ModelConfig, TinyLM
 from course_lib.training import TrainConfig, lr_at, next_token_loss
 from course_lib.training import train_step as reference_step
 
 
-def call_inside(c, watches, *args, case, none_hint=None, **kwargs):
-    """c.call(*args, **kwargs) with the learner's function run inside context managers that watch it.
-
-    `watches` maps a name to (make, report): make() gives a context manager, report(it) what
-    it saw, as plain data. The reports are part of the call's probe, so a replay has them too.
-    Returns (the result, {name: report}); a result None is feedback, as in `Checker.call`.
-    """
+def call_inside(c, *args, case, own=(), around=None, none_hint=None, **kwargs):
+    """c.call(*args, **kwargs), watching which of course_lib's answers in `own` ran (seen["own"])
+    and, with `around` (a learner_side context manager class, see `Checker.call`), what it
+    reported (seen["around"]). Returns (the result, seen); a result None is feedback, as in
+    `Checker.call`."""
     __tracebackhide__ = True
-    fn = c.fn
-
-    @functools.wraps(fn)
-    def watched(*a, **k):
-        with contextlib.ExitStack() as stack:
-            managers = {name: stack.enter_context(make()) for name, (make, _) in watches.items()}
-            result = fn(*a, **k)
-        seen = {name: report(managers[name]) for name, (_, report) in watches.items()}
-        return {"result": result, "seen": seen}
-
-    c.fn = watched
-    try:
-        out = c.call(*args, case=case, **kwargs)
-    finally:
-        c.fn = fn
-    if out["result"] is None:
-        c.fail("your function returned None", case=case,
-               hint=none_hint or "finish it with a `return` of the result; a function without "
-                                 "one returns None")
-    return out["result"], out["seen"]
+    result = c.call(*args, case=case, watch=own, around=around, none_hint=none_hint, **kwargs)
+    return result, {"own": c.seen.get("watched", []), "around": c.seen.get("around")}
 
 
-def _own(*functions):
-    """A watch for `call_inside`: which of course_lib's own answers ran."""
-    return (lambda: watch_calls(*functions), lambda seen: list(seen.called))
+# course_lib's own answers, which an exercise's function must not call
+_OWN_STEP, _OWN_BATCH, _OWN_LOSS, _OWN_SCHEDULE = (reference_step,), (get_batch,), (next_token_loss,), (lr_at,)
 
 
 def _no_own_answer(c, called, what, case):
@@ -211,11 +188,11 @@ def _train_one(c, args, _):
         for order, m in wrong.items():
             _step(m, wrong_opts[order], batch, order)
         model.train()
-        got, seen = call_inside(c, {"own": _own(reference_step)}, model, opt, batch,
+        got, seen = call_inside(c, model, opt, batch, own=_OWN_STEP,
                                 case=case, crash_hint=_CRASH_HINT,
                                 none_hint="end with a `return` of the loss of this batch as "
                                           "a Python float (the tensor's .item())")
-        state = probe(f"the model after {case}", lambda: _model_state(model))
+        state = _model_state(model)   # as the call left it (the grader's copy comes back so)
         after = _take_state(c, model, state, before, case)
         _no_own_answer(c, seen["own"], "the step", case)
         _check_loss(c, got, want_loss, variants, case)
@@ -233,7 +210,7 @@ def _train_one(c, args, _):
 
 
 def _model_state(model):
-    """What a step left in the model, as plain data: for a probe, after the learner's step."""
+    """What a step left in the model: its parameters, its mode, whether its gradients were cleared."""
     params = list(model.parameters())
     return {"params": [p.detach().clone() for p in params],
             "training": bool(model.training),
@@ -241,11 +218,7 @@ def _model_state(model):
 
 
 def _take_state(c, model, state, before, case):
-    """The parameters the step left (from `_model_state`), put into the checker's model too.
-
-    In direct and record mode they are there already; in replay they come from the record,
-    so that the next call's losses and parameters start where the learner's step left them.
-    """
+    """The parameters the step left (from `_model_state`), checked to be the model's own still."""
     __tracebackhide__ = True
     after = state["params"]
     if len(after) != len(before) or not all(
@@ -432,8 +405,8 @@ def _batch_one(c, args, case):
     N, B, T, first, second = args
     ids = torch.arange(_FIRST_ID, _FIRST_ID + N)
     crash = "a window ids[s : s + block_size + 1] needs s + block_size + 1 <= len(ids); "
-    result, seen = call_inside(c, {"own": _own(get_batch)}, ids, B, T,
-                               torch.Generator().manual_seed(first), case=case,
+    result, seen = call_inside(c, ids, B, T, torch.Generator().manual_seed(first),
+                               own=_OWN_BATCH, case=case,
                                crash_hint=crash + _WINDOW_HINT,
                                none_hint="end with `return inputs, targets`")
     _no_own_answer(c, seen["own"], "the sampling", case)
@@ -536,8 +509,9 @@ _FORBIDDEN = {"cross_entropy": "F.cross_entropy", "log_softmax": "log_softmax",
               "special_log_softmax": "torch.special.log_softmax"}
 
 
+@learner_side
 class _Forbidden(TorchFunctionMode):
-    """Notes which of the torch functions the exercise forbids were called under it."""
+    """Notes which of the torch functions the exercise forbids ran under it, however reached."""
 
     def __init__(self):
         super().__init__()
@@ -549,19 +523,20 @@ class _Forbidden(TorchFunctionMode):
             self.called.append(name)
         return func(*args, **(kwargs or {}))
 
+    def report(self):
+        return list(self.called)
+
 
 def _ce_call(c, fn, logits, targets, case, **kwargs):
     """The learner's cross_entropy(logits, targets), failing if it used a forbidden function."""
     __tracebackhide__ = True
-    got, seen = call_inside(c, {"own": _own(next_token_loss),
-                                "forbidden": (_Forbidden, lambda mode: list(mode.called))},
-                            logits, targets, case=case, **kwargs)
+    got, seen = call_inside(c, logits, targets, own=_OWN_LOSS, around=_Forbidden, case=case, **kwargs)
     if seen["own"]:
         c.fail("your function calls course_lib's own next_token_loss", case=case,
                hint="write the loss yourself with log-sum-exp: next_token_loss is the answer "
                     "key and earns no credit")
-    if seen["forbidden"]:
-        c.fail(f"your function calls {', '.join(seen['forbidden'])}, which the exercise asks "
+    if seen["around"]:
+        c.fail(f"your function calls {', '.join(seen['around'])}, which the exercise asks "
                f"you not to use", case=case,
                hint="compute logsumexp(z) - z[target] yourself: subtract each row's maximum "
                     "before exponentiating and add it back after the log, and pick the "
@@ -674,7 +649,7 @@ def _check_ce_gradient(c, fn, gen):
         c.fail("no gradient flows through your loss", case=case,
                hint="use torch operations on the logits only: .detach(), .item(), NumPy or "
                     "torch.no_grad() cut the graph, and the model could not learn from the loss")
-    seen = probe(f"the backward pass for {case}", lambda: backward(loss, [mine]))
+    seen = c.follow(backward, inputs=[0])
     if "raised" in seen:
         c.fail(f"the backward pass through your loss failed: {seen['raised']}", case=case,
                hint="your function edits in place (x -= ..., x[...] = ..., x.exp_()) a tensor "
@@ -798,7 +773,7 @@ def _lr_one(c, args):
     got = []
     for s in steps:
         case = f"lr_schedule(step={s}, {setting})"
-        value, seen = call_inside(c, {"own": _own(lr_at)}, s, case=case,
+        value, seen = call_inside(c, s, own=_OWN_SCHEDULE, case=case,
                                   crash_hint=_LR_CRASH, none_hint="end with `return` and "
                                   "the learning rate, a float", **config)
         _no_own_answer(c, seen["own"], "the schedule", case)

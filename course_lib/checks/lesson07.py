@@ -4,7 +4,7 @@ import math
 import torch
 
 from course_lib import generation
-from course_lib.checks.core import Checker, checker, seed
+from course_lib.checks.core import Checker, checker, learner_side, seed
 from course_lib.checks.domain import each
 from course_lib.checks.lesson04 import observed_call, python_int
 from course_lib.costs import kv_cache_bytes
@@ -120,6 +120,10 @@ def _step_one(c, args, _):
 class _Recorder(TinyLM):
     """A TinyLM that notes every call: the tokens fed, the cache (if any) and its length then."""
 
+    def __init__(self, config):
+        super().__init__(config)
+        self.calls = []
+
     def forward(self, idx, cache=None):
         if isinstance(idx, torch.Tensor):
             self.calls.append((idx.detach().clone(), cache,
@@ -203,9 +207,10 @@ _ARGMAX_HINT = ("after each call take the last position's logits, logits[:, -1] 
                 "the next step")
 
 
+@learner_side
 def _fed(calls):
-    """For a probe: the model's calls as plain data, (tokens fed, which cache, its length then),
-    the caches numbered in the order they first appear (None: a call without one)."""
+    """The model's calls as plain data, (tokens fed, which cache, its length then), the caches
+    numbered in the order they first appear (None: a call without one)."""
     caches, fed = [], []
     for idx, cache, start in calls:
         which = None
@@ -266,6 +271,12 @@ def _feeding_fault(fed, seq, T, out):
     return None
 
 
+@learner_side
+def _fed_to(result, model, *args):
+    """After a decoding call, where it ran: what the model was fed (`_fed`)."""
+    return _fed(model.calls)
+
+
 def _course_decoders():
     """generate and the loops it runs, looked up by name: a renamed private helper is skipped."""
     found = [getattr(generation, name, None)
@@ -275,6 +286,7 @@ def _course_decoders():
 
 
 _DECODE_CASES = ((0, 1, 3, 6), (1, 2, 4, 5), (2, 3, 1, 4))   # n, B, T, n_new
+_DECODERS = _course_decoders()
 
 
 @checker
@@ -319,7 +331,7 @@ def _decode_one(c, args, _):
             f"{cfg.d_model}, n_layers={cfg.n_layers}, float64), a prompt of shape (B, T) = "
             f"({B}, {T}), n_new={n_new}")
     out, seen = observed_call(c, model, prompt, n_new, case=case, catch=True,
-                              watch=_course_decoders(), observe=lambda: _fed(model.calls),
+                              watch=_DECODERS, observe=_fed_to,
                               none_hint="end with `return` and the prompt followed by the "
                                         "new tokens, (B, T + n_new)")
     if seen["called"]:
@@ -387,6 +399,9 @@ def _kv_mistakes(config, bytes_per_value):
     ]
 
 
+_KV_BYTES = (kv_cache_bytes,)   # course_lib's own count: the answer key
+
+
 @checker
 def check_kv_bytes_per_token(fn):
     """Check kv_bytes_per_token(config, bytes_per_value) -> the KV cache's bytes per token, an int."""
@@ -442,7 +457,7 @@ def _kv_call(c, config, bpv):
             f"{config.n_kv_heads}, n_layers={config.n_layers}, max_len={config.max_len}), "
             f"bytes_per_value={bpv}")
     got, seen = observed_call(
-        c, config, bpv, case=case, watch=(kv_cache_bytes,),
+        c, config, bpv, case=case, watch=_KV_BYTES,
         crash_hint="config.n_kv_heads is None when every head keeps its own keys and "
                    "values; config.kv_heads gives the number of KV heads in both cases, "
                    "and config.d_head the head size",

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import torch
 
-from course_lib.checks.core import Checker, checker, probe, seed, tensors_close
+from course_lib.checks.core import Checker, checker, seed, tensors_close
 from course_lib.checks.domain import each
 from course_lib.convert import tinylm_state_dict
 from course_lib.model import ModelConfig
@@ -186,7 +186,7 @@ def _gpt2_one(c, args, case):
                             "and loop over range(n_layers); take the sizes from the tensors, "
                             "not from GPT-2 small's",
                  none_hint="return the new dict of TinyLM's names, e.g. `return out`")
-    after = probe(f"the given state dict after {case}", lambda: given)
+    after = given   # as the call left it
     if not isinstance(after, dict) or set(after) != set(hf) or any(
             not isinstance(after[k], torch.Tensor) or after[k].shape != hf[k].shape
             or after[k].dtype != hf[k].dtype or not torch.equal(after[k], hf[k]) for k in hf):

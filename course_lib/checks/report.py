@@ -9,7 +9,8 @@ answers, inputs or outputs. The hub's token names the learner; the event does no
 It sends only when all of these hold, and otherwise does nothing at all (no thread, no
 network, no message):
 
-- the check runs in the learner's own kernel, not in a grader's probe or replay;
+- the check runs in the learner's own kernel, not in the grader (whose checks run inside
+  `course_lib.checks.core.seeded`; a graded kernel's environment holds neither variable below);
 - JUPYTERHUB_API_TOKEN (every single-user server on a hub has it, and its kernels inherit it)
   and COURSE_LIVE_URL (the hub's configuration sets it for single-user servers where the
   service runs; docs/hub.md, section 6) are both set: a self-paced learner and a grader's sandbox
@@ -261,9 +262,9 @@ def _help_taken(exercise):
 
 
 def _direct():
-    """Whether checks run as a learner's own (not recorded or replayed by a grader)."""
-    record = sys.modules.get("course_lib.checks.record")
-    return record is None or record.mode() == "direct"
+    """Whether checks run as a learner's own (not the grader's, `course_lib.checks.core.grading`)."""
+    core = sys.modules.get("course_lib.checks.core")
+    return core is None or not core.grading()
 
 
 def checked(lesson, exercise, error):

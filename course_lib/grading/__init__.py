@@ -1,47 +1,43 @@
-"""Grade exercise notebooks: each runs under nbval in a sandbox, and the grader probes its definitions.
+"""Grade exercise notebooks: each runs under nbval in a sandbox, and the grader's checks call its functions.
 
     python -m course_lib.grading exercises/01_attention_by_hand.ipynb        # one notebook
     python -m course_lib.grading --class submissions/ --out grades/ [--roster roster.csv] [--export canvas]
     python -m course_lib.grading merge grades-1/ grades-2/ --out grades/   # parts of --shard K/N
 
-The modules follow a notebook's way through grading:
+A notebook's way through grading, one module per stage:
 
-- `lessons`: the lesson's exercises, checkers, points and stored pass lines;
-- `submissions`: find and read submissions, and tell which lesson a notebook is;
-- `graded_copy`: the learner's cells with the lesson's checks restored (for the learner to
-  read: no seed, no record), laid out in a folder;
-- `sandbox` and `run`: pytest with nbval on that copy, in a bubblewrap sandbox under limits
-  (`plugin` is the part that runs inside, beside nbval, and records each cell); that run
-  shows the learner their outputs and decides nothing;
-- `definitions` and `probe`: the notebook's def, class, import and constants, read as syntax
-  trees, loaded in a fresh sandboxed process of the grader's that then gets the seed, runs each
-  checker in record mode and sends the records back on a pipe;
-- `replay`: the records replayed with the grader's own checkers, in a worker process of the
-  grader's: an exercise passes only on the lesson's exact pass line;
-- `verdicts`: one result per exercise from the replays and the cells' records, with the reason in words
-  (`borrowed`: no credit for an exercise answered by course_lib's own implementation);
-- `calls`, `questions` and `help_taken`: read from the notebook's source, never run, the
-  answers to the lesson's questions (graded with points) and the hints and solutions asked for;
-- `collect`: an LMS's download (Canvas, Moodle, nbgrader) laid out as the class folder, and
-  `roster`: the one reader of the class's roster;
-- `gradebook`, `book` and `feedback`: a class's gradebook.csv, summary.csv, grading.log and
-  pages (`book`: the gradebook's columns and its safe CSV files); `returns`: the pages handed
-  back, as each LMS takes them;
-- `term`: the term, kept in the out folder and handed down as one object: the roster and the
-  rules on top of the checks, row by row: `partial` (credit for the share of a
-  check's cases passed), `lateness` (due times, submission times, the penalty rule) and
-  `overrides` (points set by hand, with a reason); `shards` grades a class in parts and merges them;
-- `report`, `similarity` and `export`: what leaves the grader for the instructor: report.html,
-  similarity.csv and the LMS imports (canvas.csv, moodle.csv), from the gradebook's rows;
-- `cli`: the command (`__main__` runs it).
+1. `submissions`: find and read it (never through a link), tell which lesson it is;
+   `lessons`: that lesson's exercises, checkers, points and stored pass lines;
+2. `graded_copy`: the copy that runs: the learner's cells (less their own checks), then the
+   grader's one cell, laid out in a folder with a read-only course_lib;
+3. `sandbox`, then `session` and `forked` (a job's sandbox whose zygote imported the libraries
+   once) or `run` (a sandbox of its own): pytest with nbval runs the copy (`plugin`: records each
+   cell, signed). Its kernel is the graded kernel (`kernel`): protected before its first cell (a
+   seccomp filter, an audit hook nothing can remove), it forks at the grader's cell a server with
+   the notebook's namespace, one filter more than the kernel (the mark);
+4. the trusted side (the zygote, or `run._verify`) kills every process of the notebook but the
+   marked one; `remote`: the grader runs each exercise's checker in its own process, with inputs
+   from a seed the notebook never sees, calling the learner's function in a server forked for that
+   exercise, with data only (`wire`), while a watch there reports the course's answer used;
+5. `verdicts`: one result per exercise (a pass is the lesson's pass line printed in the grader,
+   nothing flagged), with the reason in words, and where the notebook stopped;
+   `calls`, `questions` and `help_taken`: read from the notebook's source, never run, the answers
+   to the lesson's questions and the hints and solutions asked for;
+6. `collect` (an LMS's download laid out as the class folder; `learner_folders` names them, one
+   per learner, never overwritten), `roster`, and `term` with
+   `partial`, `lateness` and `overrides` (the term's rules, row by row); `shards` (a class in parts);
+7. `gradebook`, `book` and `feedback` (gradebook.csv, summary.csv, grading.log, pages, styled by
+   `pagestyle`, their formulas drawn by `maths`); `returns`;
+   `report`, `similarity` and `export` (report.html, similarity.csv, the LMS imports);
+8. `cli`: the command (`__main__` runs it); `gradescope`: the same grading in an autograder.
 
-`--keep DIR` leaves the graded copy in DIR; then `python -m pytest DIR/notebooks/<lesson>.ipynb`
-runs exactly what the grader ran.
+`--keep DIR` leaves the graded copy in DIR; `python -m pytest DIR/notebooks/<lesson>.ipynb` then
+runs the cells the grader ran (its last cell serves nothing without the grader).
 """
 import sys
 
 # nbformat imports jsonschema, which compiles the grammar of an optional URL format checker
 # (rfc3987_syntax) at import: about 2 s of CPU in every grader process, for a format that no
 # notebook schema uses. The grader's processes do without it (the graded kernel, the sandbox's
-# pytest and the replay worker do the same in their start-up code).
+# pytest and the zygote do the same in their start-up code).
 sys.modules.setdefault("rfc3987_syntax", None)

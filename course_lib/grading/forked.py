@@ -1,27 +1,23 @@
 """Inside one grading job's sandbox: a process that imports the libraries once and forks a run per notebook.
 
-`course_lib.grading.session` starts this in a bubblewrap sandbox, as root there and with
-only the capabilities to change user, kill and clear files. This process (the *zygote*) runs
-no learner code, ever. It imports torch, numpy, matplotlib, IPython, ipykernel, pytest and
-nbval, then serves one notebook at a time:
+`session` starts this *zygote* in a bubblewrap sandbox, as root there with only the capabilities
+to change user, kill and clear files. It runs no learner code, ever. It imports torch, numpy,
+matplotlib, IPython, ipykernel, pytest and nbval, then serves one notebook at a time:
 
-- the grader sends on stdin (fd 0) `{"run": ...}`: the graded copy, its user id and limits;
-- the zygote forks the notebook's *runner*, which gives the notebook namespaces of its own
-  (`sandbox.seal`: IPC, /tmp, /dev/shm on the job's size-capped file system, a read-only
-  course_lib), sets the notebook's hard limits, becomes
-  the notebook's own user (losing every capability) and forks the *kernel-to-be* before it
-  reads anything secret; only then does it read, from fd 3, the key that signs its records,
-  and run pytest with nbval on the copy. nbval's kernel is the kernel-to-be (`_launch`): it
-  becomes an IPython kernel with the environment a fresh kernel would have had;
-- when the runner ends, or the grader sends `stop`, the zygote kills every process in the
-  sandbox but itself, removes the notebook's /tmp and /dev/shm, looks for anything left
-  (a process, a file, an IPC object), reports it as `left <hex of a JSON list>`, and reports
-  `done <status> <its own CPU seconds>` on fd 4.
+- on stdin (fd 0) `{"run": ...}`: the graded copy, its user id and limits. It forks the
+  notebook's *runner*, which seals namespaces of its own (`sandbox.seal`: IPC, /tmp, /dev/shm on
+  the job's capped file system, a read-only course_lib), sets hard limits, becomes the notebook's
+  user (no capability left) and forks the *kernel-to-be* before it reads, from fd 3, the key
+  that signs its records; then runs pytest with nbval, whose kernel is the kernel-to-be
+  (`_use_kernel`): the graded kernel (`kernel.run_kernel`), holding the server's pipes (fds 5-9);
+- when the runner ends, the zygote kills every process of the notebook but the one carrying the
+  mark (`kernel.keep_server`) and says `serving <pid>` or `unserved <why>` on fd 4; the grader
+  calls the notebook's functions (`remote`), and sends `stop`;
+- on `stop` it kills every process but itself, removes the notebook's /tmp and /dev/shm, reports
+  what is left (`left <hex of a JSON list>`) and `done <status> <its CPU seconds>`.
 
-So each notebook starts from memory untouched by any other notebook (a fork of the zygote),
-runs as a user id no other notebook has, and finds nothing of the one before: its processes
-are killed, its IPC namespace gone with them, its /tmp and /dev/shm removed before the next is
-forked; the grader deletes its copy.
+So each notebook starts from memory no other touched (a fork of the zygote), as a user id no
+other has, and finds nothing of the one before.
 """
 import gc
 import json
@@ -35,11 +31,11 @@ import sys
 import time
 
 CONTROL, KEYS, STATUS = 0, 3, 4
-SEEDS, REPLIES = 5, 6   # a probe's seed from the grader, and its records to the grader (`probe`)
+SERVER = (5, 6, 7, 8, 9)   # the server's ends of CTL, REQ, REP, FLAG and CST (`kernel`), for the kernel
 # What the zygote imports once (a notebook's own `import` then finds them loaded).
 LIBRARIES = ("numpy", "torch", "matplotlib.pyplot", "IPython", "ipykernel.kernelapp",
              "ipykernel.ipkernel", "jupyter_client", "nbformat", "pytest", "nbval.plugin",
-             "course_lib.grading.plugin", "course_lib.checks")
+             "course_lib.grading.plugin", "course_lib.grading.kernel", "course_lib.checks")
 _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 4, 36
 
 
@@ -102,8 +98,9 @@ class ForkedKernel:
         self.send_signal(signal.SIGKILL)
 
 
-def _become_kernel(read_end, std_path):
-    """In the kernel-to-be: wait for nbval's launch, then run ipykernel as `python -m ipykernel_launcher` would."""
+def _become_kernel(read_end, std_path, config):
+    """In the kernel-to-be: wait for nbval's launch, then run the graded kernel (`kernel.run_kernel`,
+    given `config`) as `python -m ipykernel_launcher` would run ipykernel."""
     try:
         os.setpgid(0, 0)             # its own process group, which the runner signals
     except OSError:                  # the runner made it so first
@@ -143,8 +140,9 @@ def _become_kernel(read_end, std_path):
         # what ipykernel_launcher does, but for the runner's pid, which ipykernel read from the
         # environment when the zygote imported it: a kernel ends when its runner does
         del sys.path[0]
-        from ipykernel.kernelapp import IPKernelApp
-        IPKernelApp.launch_instance(parent_handle=int(env.get("JPY_PARENT_PID") or 0))
+        from course_lib.grading.kernel import run_kernel
+        run_kernel(sys.argv[1:], dict(config, fds=list(SERVER)),
+                   parent_handle=int(env.get("JPY_PARENT_PID") or 0))
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:
@@ -173,8 +171,6 @@ def _run_notebook(order, std_path):
     os.dup2(null, CONTROL)            # the grader's orders are the zygote's alone
     os.close(null)
     os.close(STATUS)
-    os.close(SEEDS)                   # and the probe's pipes are the probe's
-    os.close(REPLIES)
     from course_lib.grading.sandbox import seal
     # IPC and mount namespaces of its own (/tmp, /dev/shm, a read-only course_lib), made as root
     missing = []
@@ -206,12 +202,14 @@ def _run_notebook(order, std_path):
     if kernel == 0:
         os.close(KEYS)
         os.close(write_end)
-        _become_kernel(read_end, std_path)
+        _become_kernel(read_end, std_path, order["kernel"])
     try:
         os.setpgid(kernel, kernel)   # before jupyter_client reads its group, whichever runs first
     except OSError:
         pass
     os.close(read_end)
+    for fd in SERVER:                 # the server's pipes are the kernel's alone
+        os.close(fd)
     while True:  # the key: lines for other runs (one that ended before reading its own) are skipped
         line = _read_line(KEYS)
         if not line:
@@ -332,61 +330,17 @@ def _watch_mqueue():
         pass
 
 
-def _probe_once(order, std_path):
-    """Fork the notebook's probe and wait for it (or the grader's `stop`); (status, its CPU seconds)."""
-    if _threads() != 1:
-        raise RuntimeError("the zygote has more than one thread: it cannot fork safely")
-    pid = os.fork()
-    if pid == 0:
-        try:
-            _probe(order, std_path)
-        except BaseException:
-            import traceback
-            traceback.print_exc()
-        finally:
-            os._exit(4)
-    while True:
-        ready, _, _ = select.select([CONTROL], [], [], 0.2)
-        if ready:
-            line = _read_line(CONTROL)
-            if not line or json.loads(line).get("stop"):
-                os.kill(pid, signal.SIGKILL)
-                _, status, usage = os.wait4(pid, 0)
-                return (-signal.SIGKILL if line else None), usage.ru_utime + usage.ru_stime
-        done, status, usage = os.wait4(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
-
-
-def _probe(order, std_path):
-    """In the probe: limits, a user id of its own, an empty folder; the definitions, then the seed (never returns)."""
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (CONTROL, 1, 2):        # no orders, and nothing it prints goes anywhere
-        os.dup2(null, fd)
-    os.close(null)
-    os.close(KEYS)
-    os.close(STATUS)
-    from course_lib.grading import probe
-    if "scratch" in order:  # IPC, /tmp and /dev/shm of its own, as a notebook's runner has (`sandbox.seal`)
-        from course_lib.grading.sandbox import seal
-        seal(order["keep"], order["scratch"], order["folder"], None, parts=(), shared_memory=order["quota"])
-    probe.drop_to(order["uid"], order["limits"])
-    os.environ.clear()
-    os.environ.update(order["env"])
-    os.chdir(order["folder"])
-    sys.path[:] = [p for p in sys.path if p]   # not its folder: only the libraries, read-only
-
-    def read_seed():
-        while True:  # seeds for other probes (one that ended before reading its own) are skipped
-            line = _read_line(SEEDS)
-            if not line:
-                os._exit(5)
-            message = json.loads(line)
-            if message["id"] == order["id"]:
-                return int(message["seed"])
-
-    probe.serve(order, read_seed, REPLIES)
-    _exit(0)
+def _verify(marked):
+    """After the runner: the notebook's server alone left (`kernel.keep_server`), reaped."""
+    from course_lib.grading.kernel import keep_server
+    _reap()
+    server, why = keep_server(_others(), marked)
+    for _ in range(1000):
+        _reap()
+        if all(pid == server for pid in _others()):
+            break
+        time.sleep(0.005)
+    return server, why
 
 
 def _wait(runner):
@@ -403,35 +357,56 @@ def _wait(runner):
             return os.waitstatus_to_exitcode(status)
 
 
+def _wait_for_stop(server):
+    """Wait, while the grader calls the notebook's server, for its `stop`; False when stdin ended.
+
+    The server's end is said at once, on its own report pipe (CST): `gone <status>`."""
+    pidfd = os.pidfd_open(server) if server else None
+    while True:
+        ready, _, _ = select.select([CONTROL] + ([pidfd] if pidfd is not None else []), [], [])
+        if pidfd in ready:
+            _, status = os.waitpid(server, 0)
+            os.write(SERVER[4], f"gone {os.waitstatus_to_exitcode(status)}\n".encode())
+            os.close(pidfd)
+            pidfd = None
+            continue
+        line = _read_line(CONTROL)
+        if not line or json.loads(line).get("stop"):
+            if pidfd is not None:
+                os.close(pidfd)
+            return bool(line)
+
+
 def serve():
     """The zygote's loop: import once, then fork a runner per `run` order until stdin ends."""
     _prctl(_PR_SET_DUMPABLE, 0)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)   # what a notebook leaves running comes back here to be reaped
     setup = json.loads(_read_line(CONTROL))
     import fcntl  # onto fds 3 and 4, whatever they were: by way of numbers above both
-    names = ("keys", "status", "seeds", "replies")
-    moved = [fcntl.fcntl(setup[name], fcntl.F_DUPFD, 10) for name in names]
-    for name in names:
-        os.close(setup[name])
-    for fd, number in zip(moved, (KEYS, STATUS, SEEDS, REPLIES)):
+    given = [setup["keys"], setup["status"], *setup["server"]]
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 20) for fd in given]
+    for fd in given:
+        os.close(fd)
+    for fd, number in zip(moved, (KEYS, STATUS, *SERVER)):
         os.dup2(fd, number)
         os.close(fd)
     std_path = [p for p in sys.path if p and p not in setup["python_path"]]
-    sys.path[:0] = [setup["no_debugger"]]
     sys.modules["rfc3987_syntax"] = None
+    sys.modules["debugpy"] = None    # a kernel starts without its debugger (about 0.1 s of CPU)
     for name in LIBRARIES:
         __import__(name)
     sys.modules["course_lib.checks"].load_checkers()  # every lesson's (each loads on first use)
     nbformat = sys.modules["nbformat"]  # nbval validates the notebook it reads: compile that schema once
     nbformat.reads(nbformat.writes(nbformat.v4.new_notebook()), as_version=4)
-    sys.path.remove(setup["no_debugger"])
-    sys.modules.pop("debugpy", None)
+    sys.modules.pop("debugpy", None)   # a notebook that imports it gets the real one
     del sys.modules["rfc3987_syntax"]
     # what was made so far lives as long as the zygote: the garbage collector of each fork
     # (the runner's pytest collects at its end, the kernel as it runs) need not walk it
     gc.collect()
     gc.freeze()
     _watch_mqueue()
+    from course_lib.grading.kernel import filters
+    marked = None if filters() is None else filters() + 2   # the kernel's filter, then the server's mark
     cpu = resource.getrusage(resource.RUSAGE_SELF)
     reported = cpu.ru_utime + cpu.ru_stime
     os.write(STATUS, f"ready {reported:.3f}\n".encode())
@@ -440,13 +415,6 @@ def serve():
         if not line:
             break
         message = json.loads(line)
-        if message.get("probe") is not None:
-            status, used = _probe_once(message["probe"], std_path)
-            _clear(setup["keep"], message["probe"].get("scratch"))
-            os.write(STATUS, f"probed {status} {used:.3f}\n".encode())
-            if status is None:
-                break
-            continue
         order = message.get("run")
         if order is None:   # a `stop` for a run that has already ended
             continue
@@ -462,6 +430,11 @@ def serve():
             finally:
                 os._exit(4)
         status = _wait(runner)
+        if status is not None and status != -signal.SIGKILL:   # the run ended: its server, if any
+            server, why = _verify(marked)
+            os.write(STATUS, (f"serving {server}\n" if server else f"unserved {why}\n").encode())
+            served = _wait_for_stop(server)
+            status = status if served else None
         left = _clear(setup["keep"], order.get("scratch"))
         if left:  # said in the notebook's log by the grader (hex: one word on the report line)
             os.write(STATUS, f"left {json.dumps(left).encode().hex()}\n".encode())

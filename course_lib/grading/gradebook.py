@@ -29,7 +29,6 @@ from course_lib.grading.lessons import LESSONS, _lesson_index, _stamp, lesson_ex
 from course_lib.grading.partial import cases_text, counted, partial_exercises, stored_counts
 from course_lib.grading.help_taken import charge_solutions, help_columns, help_current
 from course_lib.grading.questions import lesson_questions
-from course_lib.grading.replay import Replayer
 from course_lib.grading.run import Graded, grade, use_sandbox
 from course_lib.grading.export import write_export
 from course_lib.grading.report import write_report
@@ -92,7 +91,7 @@ def _rows(learner, graded, totals=None, submitted=""):
                  cpu_seconds="" if graded.cpu_seconds is None else f"{graded.cpu_seconds:g}",
                  cases=cases_text(r.cases_passed, r.cases_total), submitted=submitted,
                  seed="" if getattr(graded, "seed", None) is None else str(graded.seed),
-                 **help_columns(graded, r.exercise))
+                 stopped=getattr(graded, "stopped", "") or "", **help_columns(graded, r.exercise))
             for r in results]
 
 
@@ -116,8 +115,7 @@ def cores():
 
 
 
-def grade_class(folder, out, given=None, run=None, *, lessons=LESSONS, log=print, root=ROOT,
-                replayer=None, **named):
+def grade_class(folder, out, given=None, run=None, *, lessons=LESSONS, log=print, root=ROOT, **named):
     """Grade every learner's notebooks into out/gradebook.csv, out/summary.csv and out/feedback/.
 
     given: the term's options as this run gave them (term.Given: the roster, partial credit, due
@@ -133,8 +131,8 @@ def grade_class(folder, out, given=None, run=None, *, lessons=LESSONS, log=print
     missing learner, a failed exercise or an unreadable notebook is a row, not a failure.
     Raises FileNotFoundError with a plain message when the class folder is missing or holds
     nothing to grade, ValueError for a bad rule, roster, override or learner name.
-    Every notebook's checks are replayed by one worker of the grader's (`replayer`, started
-    here when None). run.forked: "auto" grades each job's notebooks in one sandbox of the job's
+    Every notebook's exercises are checked in this process, by the grader's own checkers, calling
+    the learner's functions in the notebook's server (course_lib.grading.remote). run.forked: "auto" grades each job's notebooks in one sandbox of the job's
     whose libraries are imported once (`session.ForkedSandbox`) where this machine allows it,
     False gives each notebook a sandbox of its own.
     """
@@ -234,8 +232,6 @@ def grade_class(folder, out, given=None, run=None, *, lessons=LESSONS, log=print
                 if run.same_seed and previous and sha and all(r["sha256"] == sha for r in previous) else None)
         todo.append((learner, path, key, submitted, seed))
     done = 0
-    own_replayer = replayer is None
-    replayer = Replayer(root) if own_replayer else replayer
     forking = mode == SANDBOXED and run.forked and session_unavailable() is None
     idle, made = [], []  # the jobs' sandboxes, each used by one notebook at a time
 
@@ -245,20 +241,18 @@ def grade_class(folder, out, given=None, run=None, *, lessons=LESSONS, log=print
             if idle:
                 session = idle.pop()
             else:
-                session = ForkedSandbox(root)
+                session = ForkedSandbox(root, call_timeout=run.cell_timeout)
                 made.append(session)
         try:
             return grade(path, lessons=lessons, cell_timeout=run.cell_timeout,
                          notebook_timeout=run.notebook_timeout, memory_gib=run.memory_gib, root=root,
                          startup_timeout=run.startup_timeout, sandbox=mode == SANDBOXED,
-                         replayer=replayer, session=session, **({"seed": int(seed)} if seed else {}))
+                         session=session, **({"seed": int(seed)} if seed else {}))
         finally:
             if session is not None:
                 idle.append(session)
 
     with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=jobs) as pool:
-        if own_replayer:
-            stack.callback(replayer.close)
         stack.callback(lambda: [session.close() for session in made])
         futures = {pool.submit(graded, path, seed):
                    (learner, path, key, submitted) for learner, path, key, submitted, seed in todo}

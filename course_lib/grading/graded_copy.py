@@ -1,13 +1,10 @@
-"""Build the graded copy: the learner's cells with the lesson's checks restored, and its folder.
+"""Build the graded copy: the learner's cells, then the grader's one cell, and its folder.
 
-The copy holds the learner's cells, then each of the lesson's check cells put back after
-the cell that last defines its exercise function, and nothing after the last check. A
-restored check cell loads its checker afresh from the copy's own course_lib (not the name
-in the kernel) and runs it on the learner's own inputs, so the learner's feedback page shows
-what their check says. The cell keeps the lesson's stored pass line, so nbval's comparison
-still shows the learner where their run differs, but decides nothing: the copy holds no
-seed and writes no record, and verdicts come from the grader's probe of the notebook's
-definitions (`probe`).
+The copy holds the learner's cells, less their own check cells (the grader checks), up to the
+last cell that an exercise needs (the one that last defines its function, and any later one
+that binds a name the function reads: a helper in a later cell), then `kernel.TRIGGER_CELL`:
+from there the grader's checks call the learner's functions in the notebook's server, with
+the namespace the notebook's run made. The copy holds no checker, no seed, no record.
 """
 import atexit
 import copy
@@ -38,93 +35,13 @@ WATCHED = ("course_lib", "notebooks", "data")  # what must not change while grad
 
 # ---------------------------------------------------------------- the graded copy
 
-CHECK_CELL = '''\
-# Restored by the grader: the lesson's check of `{name}`, with its checker loaded afresh
-# from the grading copy of course_lib, on the learner's own inputs. What this cell prints is
-# for the learner to read, and decides nothing: the grader probes the notebook's definitions
-# in a process of its own (course_lib.grading.probe).
-def _grader_check(root, module, exercise, namespace):
-    import contextlib, importlib, importlib.machinery as machinery, io, sys
-    kept = {{k: sys.modules.pop(k) for k in list(sys.modules)
-             if k == "course_lib" or k.startswith("course_lib.")}}
-    path, meta_path, out = sys.path[:], sys.meta_path[:], io.StringIO()
-    figures = set()
-    if "matplotlib.pyplot" in sys.modules:
-        figures = set(sys.modules["matplotlib.pyplot"].get_fignums())
-    # what the learner's function shows while it is checked (print, display(), logging,
-    # warnings) is not the check's output: only the checker's pass line or feedback is
-    streams, shell, shown = (sys.stdout, sys.stderr), None, None
-    try:
-        shell = get_ipython()  # noqa: F821 (the kernel's)
-        from IPython.core.displaypub import DisplayPublisher
-
-        class _Unshown(DisplayPublisher):
-            def publish(self, *args, **kwargs):
-                pass
-
-            def clear_output(self, *args, **kwargs):
-                pass
-        shown, shell.display_pub = shell.display_pub, _Unshown(shell=shell)
-    except Exception:
-        shell = None
-    sink = io.StringIO()
-    for stream in streams:
-        try:
-            stream.write = sink.write
-        except Exception:
-            pass
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            try:
-                sys.path[:0] = [root]
-                sys.meta_path[:] = [machinery.BuiltinImporter, machinery.FrozenImporter,
-                                    machinery.PathFinder]
-                checker = getattr(importlib.import_module(module), "check_" + exercise)
-            finally:
-                sys.path[:], sys.meta_path[:] = path, meta_path
-            if exercise not in namespace:
-                raise NameError(f"name '{{exercise}}' is not defined: no cell defined it, "
-                                f"or the cell that does stopped with an error")
-            checker(namespace[exercise])
-        lines = out.getvalue().splitlines()
-        result = lines[-1] if lines else "the checker printed nothing"
-    except KeyboardInterrupt:
-        sys.stdout.write("interrupted\\n")
-        raise
-    except BaseException as e:  # a failed check: its feedback, never a pass line
-        kind = type(e).__name__
-        if type(e).__module__ != "builtins":  # a class of the notebook's, whatever its name
-            kind = f"{{type(e).__module__}}.{{type(e).__qualname__}} (not a built-in exception)"
-        result = f"{{kind}}: {{e}}"
-    finally:
-        for stream in streams:
-            try:
-                del stream.write
-            except Exception:
-                pass
-        if shell is not None:
-            shell.display_pub = shown
-        sys.modules.update(kept)
-        if "matplotlib.pyplot" in sys.modules:
-            plt = sys.modules["matplotlib.pyplot"]
-            for number in set(plt.get_fignums()) - figures:
-                plt.close(number)
-    # a carriage return, a backspace or an escape code would let a failure draw a pass line
-    # over itself: each control character is shown as its escape, never obeyed
-    result = "".join(c if c == "\\n" or (c >= " " and c != "\\x7f") else repr(c)[1:-1] for c in str(result))
-    sys.stdout.write(result + "\\n")
-
-
-_grader_check({root!r}, {module!r}, {name!r}, globals())
-del _grader_check'''
-
 CONFTEST = '''\
 """Written by course_lib.grading: run this folder's notebook as the grader does.
 
     python -m pytest notebooks/   # from this folder
 """
 from course_lib.grading.plugin import (pytest_configure, pytest_runtest_call,  # noqa: F401
-                                pytest_runtest_makereport, pytest_terminal_summary)
+                                       pytest_runtest_makereport)
 '''
 
 PYTEST_INI = """\
@@ -132,61 +49,23 @@ PYTEST_INI = """\
 addopts = --nbval-lax --nbval-current-env -p no:cacheprovider -q
 """
 
-STARTUP = '''\
-# Written by course_lib.grading: run by the kernel before any learner code. (The limits are
-# set before the kernel starts, by the copy's first process.)
-def _grading_preload():
-    # the libraries the notebook imports, so their import counts as the kernel's start-up
-    import os, sys
-    # the check cells import course_lib.checks, which imports nbformat and so jsonschema, whose
-    # optional URL grammar (rfc3987_syntax) costs about 2 s of CPU to compile and is never used
-    sys.modules.setdefault("rfc3987_syntax", None)
-    # the kernel started without its debugger (debugpy, about 0.1 s of CPU), kept out by a module
-    # of that name that refuses to import, first on its path; out of the way now, so a notebook
-    # that imports debugpy gets the real one
-    sys.path[:] = [p for p in sys.path if os.path.basename(p) != {kernel_path!r}]
-    import importlib
-    importlib.invalidate_caches()
-    for name in filter(None, os.environ.pop("COURSE_GRADING_PRELOAD", "").split(",")):
-        try:
-            __import__(name)
-        except Exception:  # the learner's own import will show the error
-            pass
-
-
-_grading_preload()
-del _grading_preload
-'''
-# A folder first on the kernel's path while it starts (`plugin.pytest_configure`), and only then.
-KERNEL_PATH = ".grading-kernel-path"
-NO_DEBUGGER = 'raise ImportError("a graded kernel starts without its debugger")\n'
-
-
-KERNEL_CONFIG = """\
-# Written by course_lib.grading: the kernel keeps its input history in memory (In, Out and
-# %history work as usual), with no database to create, write and close for each notebook.
-c.HistoryManager.hist_file = ":memory:"
-"""
-
-
 @dataclass
 class Placement:
-    """Where the graded copy puts each check, in nbval's numbering of code cells."""
+    """Where the graded copy defines each exercise, in nbval's numbering of code cells."""
     exercise: str
     points: float
-    check_cell: int           # code-cell number of the restored check in the copy
     defined_in: int | None    # code-cell number of the cell defining the function, if any
 
 
-def graded_copy(submission, lesson, found, root):
-    """(notebook, placements): the learner's cells with the lesson's checks restored.
+def graded_copy(submission, lesson, found, root=None):
+    """(notebook, placements): the learner's cells, then the grader's cell (`kernel.TRIGGER_CELL`).
 
-    Each check goes right after the code cell that last defines its function, or later: after
-    the last cell that may bind it by exec or globals(), and after the last that binds a name
-    the function reads (a helper defined below it). The
-    learner's own check cells and nbval markers are dropped, their outputs cleared, and
-    cells after the last check are left out.
+    The copy runs up to the code cell that last defines an exercise's function, or later: the
+    last cell that may bind it by exec or globals(), or that binds a name the function reads
+    (a helper defined below it); cells after the last of these are left out. The learner's
+    own check cells and nbval markers are dropped, and their outputs cleared.
     """
+    from course_lib.grading.kernel import TRIGGER_CELL
     nb = nbformat.v4.new_notebook(metadata=copy.deepcopy(lesson.metadata))
     cells, check_at = [], {}
     for cell in submission.cells:
@@ -208,48 +87,24 @@ def graded_copy(submission, lesson, found, root):
         defined[ex.name] = where[-1] if where else None
         # the check waits for the last cell that may bind the function (exec, globals()) and
         # for the last that binds a name the function reads (a helper in a later cell)
-        needs = uses(code_source(cells, defined[ex.name]), ex.name)
+        needs = uses("" if defined[ex.name] is None else cells[defined[ex.name]].get("source", ""), ex.name)
         start = -1 if defined[ex.name] is None else defined[ex.name]
         end = check_at.get(ex.name, len(cells)) if check_at.get(ex.name, -1) > start else len(cells)
         later = [i for i, source in code if start < i < end and (
             may_bind(source, ex.name) or needs & (names_bound(source) or frozenset()))]
         after[ex.name] = max(where + later, default=None)
     last = max((i for i in after.values() if i is not None), default=-1)
-    out, placed, position = [], {}, {}
-    for i, cell in enumerate(cells[: last + 1]):
-        position[i] = len(out)
-        out.append(cell)
-        for ex in found:
-            if after[ex.name] == i:
-                placed[ex.name] = len(out)
-                out.append(_check_cell(ex, root))
-    for ex in found:  # no cell defines it: its check runs after the others and says so
-        if after[ex.name] is None:
-            placed[ex.name] = len(out)
-            out.append(_check_cell(ex, root))
-    nb.cells = out
+    out = cells[: last + 1]
+    trigger = nbformat.v4.new_code_cell(TRIGGER_CELL)
+    trigger.metadata = {"tags": ["grader"]}
+    nb.cells = out + [trigger]
     code_number = {}
-    for i, cell in enumerate(out):
+    for i, cell in enumerate(nb.cells):
         if cell.get("cell_type") == "code":
             code_number[i] = len(code_number)
-    placements = [Placement(ex.name, ex.points, code_number[placed[ex.name]],
-                            None if defined[ex.name] is None else code_number[position[defined[ex.name]]])
+    placements = [Placement(ex.name, ex.points, None if defined[ex.name] is None else code_number[defined[ex.name]])
                   for ex in found]
     return nb, placements
-
-
-def code_source(cells, index):
-    return "" if index is None else cells[index].get("source", "")
-
-
-def _check_cell(ex, root):
-    cell = nbformat.v4.new_code_cell(CHECK_CELL.format(root=str(root), module=ex.module, name=ex.name))
-    cell.metadata = {"tags": ["check", "nbval-check-output"], "grading": {"exercise": ex.name}}
-    cell.outputs = [nbformat.from_dict(o) for o in copy.deepcopy(ex.pass_output)]
-    for o in cell.outputs:
-        o["name"] = "stdout"
-    cell.execution_count = 1
-    return cell
 
 
 def tree_hash(root, parts=WATCHED):
@@ -348,7 +203,7 @@ def compiled_tree(root=ROOT):
     with _compiled_lock:
         if root not in _compiled_trees:
             folder = Path(tempfile.mkdtemp(prefix="grading-bytecode-"))
-            folder.chmod(0o755)   # a probe's process reads it as the notebook's user (`probe`)
+            folder.chmod(0o755)   # a sandbox's processes read it as the notebook's user
             atexit.register(shutil.rmtree, folder, True)
             shutil.copytree(root / "course_lib", folder / "course_lib",
                             ignore=NOT_COPIED)
@@ -372,7 +227,7 @@ def _add_bytecode(copy_root, root):
 
 
 def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, cpu_seconds,
-               root=ROOT, startup_timeout=STARTUP_TIMEOUT, replay=None, lib=None):
+               root=ROOT, startup_timeout=STARTUP_TIMEOUT, checks=None, lib=None):
     """Lay out a graded copy in `folder`: course_lib, data, notebooks/<lesson>, and the pytest set-up.
 
     course_lib comes with hash-checked bytecode of its sources (`compiled_tree`). lib: a folder
@@ -392,13 +247,6 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
     nbformat.write(nb, folder / "notebooks" / lesson_name)
     (folder / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     (folder / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
-    startup = folder / ".ipython" / "profile_default" / "startup"
-    startup.mkdir(parents=True)
-    (startup / "00-grading-preload.py").write_text(STARTUP.replace("{kernel_path!r}", repr(KERNEL_PATH)),
-                                                  encoding="utf-8")
-    (folder / KERNEL_PATH).mkdir()
-    (folder / KERNEL_PATH / "debugpy.py").write_text(NO_DEBUGGER, encoding="utf-8")
-    (startup.parent / "ipython_kernel_config.py").write_text(KERNEL_CONFIG, encoding="utf-8")
     _copy_font_cache(folder / ".matplotlib")
     code = [c for c in nb.cells if c.cell_type == "code"]
     settings = dict(cell_timeout=cell_timeout, memory_bytes=int(memory_bytes),
@@ -406,8 +254,8 @@ def write_copy(folder, nb, lesson_name, placements, cell_timeout, memory_bytes, 
                     startup_timeout=startup_timeout, preload=preloads(nb),
                     checks=[p.__dict__ for p in placements],
                     sources={str(i): _first_line(c.source) for i, c in enumerate(code)},
-                    # for a copy rerun by hand (--keep): each check's module and pass line (no seed)
-                    replay=replay or {})
+                    # the graded kernel's (`kernel.run_kernel`): its lesson's checker modules, what it imports
+                    kernel={"checks": checks, "preload": preloads(nb)})
     (folder / "grading.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
 
 

@@ -44,7 +44,7 @@ def partial_exercises(lesson):
 
 
 def counted(result, total=None):
-    """The Result with the counts that are known without replaying its check filled in.
+    """The Result with the counts that its pass line and the lesson's stored count tell filled in.
 
     cases_total: the pass line's count on a pass, else `total` (the lesson's stored count);
     cases_passed: the total on a pass. A failed check's passed count is left as it came.

@@ -13,9 +13,8 @@ import signal
 import time
 from pathlib import Path
 
-from course_lib.grading.graded_copy import KERNEL_PATH, Placement, read_regular
+from course_lib.grading.graded_copy import read_regular
 from course_lib.grading.sandbox import STARTUP_TIMEOUT
-from course_lib.grading.verdicts import _points, verdicts
 
 # ---------------------------------------------------------------- the pytest plugin (in the copy)
 
@@ -23,17 +22,16 @@ class KernelDied(RuntimeError):
     pass
 
 
-def _death(code):
-    """The reason a kernel process ended, in words."""
+def death(code, who="the kernel"):
+    """Why a process ended, in words, from its exit status (None: not known)."""
     if code is None:
-        return "the kernel died"
-    if code < 0:
-        names = {signal.SIGKILL: "was killed (SIGKILL), which is what the out-of-memory killer does",
-                 signal.SIGSEGV: "crashed with a segmentation fault (SIGSEGV)",
-                 signal.SIGABRT: "aborted (SIGABRT)",
-                 signal.SIGXCPU: "used more CPU time than the notebook is allowed (SIGXCPU)"}
-        return "the kernel " + names.get(-code, f"was stopped by signal {-code}")
-    return f"the kernel exited with status {code} (os._exit, or exit() outside Python)"
+        return f"{who} died"
+    names = {signal.SIGKILL: "was killed (SIGKILL), which is what the out-of-memory killer does",
+             signal.SIGSEGV: "crashed with a segmentation fault (SIGSEGV)", signal.SIGABRT: "aborted (SIGABRT)",
+             signal.SIGXCPU: "used more CPU time than the notebook is allowed (SIGXCPU)"}
+    if isinstance(code, int) and code < 0:
+        return f"{who} " + names.get(-code, f"was stopped by signal {-code}")
+    return f"{who} exited with status {code} (os._exit, or exit() outside Python)"
 
 
 def _schedstat(pid):
@@ -68,7 +66,7 @@ def _patch_kernel(startup_timeout, patience):
 
     def dead(self):
         provisioner = getattr(getattr(self, "km", None), "provisioner", None)
-        return KernelDied(_death(getattr(getattr(provisioner, "process", None), "returncode", None)))
+        return KernelDied(death(getattr(getattr(provisioner, "process", None), "returncode", None)))
 
     def await_reply(self, msg_id, timeout=None):
         if getattr(self, "_starting", False) and timeout is not None:
@@ -187,11 +185,8 @@ def pytest_configure(config):
     config.option.nbval_cell_timeout = settings["cell_timeout"]
     threads = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                 "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
-    path = [str(folder / KERNEL_PATH), str(folder), os.environ.get("PYTHONPATH", "")]
-    os.environ.update(threads, PYTHONPATH=os.pathsep.join(path),
-                      IPYTHONDIR=str(folder / ".ipython"), PYTHONDONTWRITEBYTECODE="1",
-                      MPLBACKEND="agg",
-                      COURSE_GRADING_PRELOAD=",".join(settings.get("preload", [])))
+    path = [str(folder), os.environ.get("PYTHONPATH", "")]
+    os.environ.update(threads, PYTHONPATH=os.pathsep.join(path), PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="agg")
     startup = settings.get("startup_timeout", STARTUP_TIMEOUT)
     config.option.nbval_kernel_startup_timeout = startup
     _patch_kernel(startup, settings["cell_timeout"])
@@ -241,38 +236,3 @@ try:
 except ImportError:  # pytest is only needed when grading
     def pytest_runtest_call(item):
         pass
-
-
-def pytest_terminal_summary(terminalreporter, config):
-    """The verdict per exercise, the same words the grader writes to the gradebook, for a graded
-    copy rerun by hand (--keep), from a probe of the copy's definitions (unsandboxed, with a seed
-    drawn now). Under the grader (in the sandbox) nothing: the grader probes the notebook itself,
-    outside the process that ran the learner's code."""
-    if _RECORD:
-        return
-    import secrets
-
-    import nbformat
-
-    from course_lib.grading.lessons import Exercise
-    from course_lib.grading.probe import probe_notebook
-    from course_lib.grading.replay import InProcess, scratch_folder, remove
-    folder = Path(config.rootpath)
-    settings = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
-    cells = getattr(config, "_grading_cells", {})
-    replay = settings.get("replay") or {"checks": {}}
-    found = [Exercise(name, 1, [], c["module"]) for name, c in replay["checks"].items()]
-    scratch = scratch_folder()
-    try:
-        nb = nbformat.read(folder / "notebooks" / settings["lesson"], as_version=4)
-        replayed, _, _ = probe_notebook(nb, nbformat.v4.new_notebook(), found, secrets.randbelow(2 ** 62),
-                                        scratch, InProcess(), timeout=settings["cell_timeout"], root=folder)
-    finally:
-        remove(scratch)
-    lines = {name: c["pass_line"] for name, c in replay["checks"].items()}
-    terminalreporter.section("grading")
-    for r in verdicts(cells, [Placement(**p) for p in settings["checks"]], settings, None,
-                      replayed, lines):
-        terminalreporter.write_line(f"{r.exercise}: {r.status} ({_points(r.points)}/"
-                                    f"{_points(r.max_points)})  {r.feedback}")
-

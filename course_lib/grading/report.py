@@ -63,6 +63,17 @@ def blank_hand_ins(rows):
                     for r in mine)}
 
 
+def stopped_runs(rows):
+    """[{learner, lesson, where}] of the hand-ins whose run stopped before its end, with where and
+    why (the gradebook's `stopped`), by learner and lesson."""
+    found = {}
+    for r in rows:
+        if r.get("stopped"):
+            found.setdefault((r["learner"], r["lesson"]), r["stopped"])
+    return [dict(learner=l, lesson=n, where=w if len(w) <= 300 else w[:299] + "…")
+            for (l, n), w in sorted(found.items())]
+
+
 def learner_stats(rows):
     """One dict per learner, those behind first: lessons handed in, missing, not attempted, late;
     exercises passed of those handed in; points."""
@@ -208,6 +219,13 @@ handed in with every exercise still the stub.</p>
 <td class="n">{{ p.passed }} of {{ p.exercises }}</td><td class="n">{{ p.points }} of {{ p.max_points }}</td></tr>
 {% endfor %}</table>
 
+{% if stopped %}<h2>Notebooks that stopped</h2>
+<p class="small">Their run stopped before its end; the exercises each had defined by then were still
+checked, and its rows hold those grades.</p>
+<table><tr><th>learner</th><th>lesson</th><th>where and why</th></tr>
+{% for s in stopped %}<tr><td>{{ s.learner }}</td><td>{{ s.lesson }}</td><td><code>{{ s.where }}</code></td></tr>
+{% endfor %}</table>{% endif %}
+
 <section class="lab"><h2>Go over these in the next lab</h2>
 {% if weak %}<ol>{% for s in weak %}
 <li><b>{{ s.exercise }}</b> ({{ s.lesson }}): {{ "%.0f"|format(100 * s.share) }}% of the
@@ -271,7 +289,7 @@ def render(rows, similar=None, made=None):
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     return env.from_string(TEMPLATE).render(
         people=people, behind=sum(p["behind"] for p in people), behind_below=BEHIND_BELOW,
-        stats=stats, weak=go_over(stats), times=lesson_times(rows), threshold=GO_OVER_BELOW,
+        stats=stats, weak=go_over(stats), stopped=stopped_runs(rows), times=lesson_times(rows), threshold=GO_OVER_BELOW,
         learners=len({r["learner"] for r in rows if r["learner"]}),
         lessons=list(dict.fromkeys(s["lesson"] for s in stats)), similar=similar,
         picture=figure(stats) if stats else "",

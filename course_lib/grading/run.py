@@ -1,10 +1,18 @@
-"""Run a graded copy: pytest with nbval in its own process (sandboxed where it can be), and grade().
+"""Grade one notebook: its graded copy run under nbval, then each exercise checked in its server.
 
-The notebook's time limit counts from when its kernel is ready: the kernel's start-up,
-with the libraries its lesson imports, has a limit of its own, since a busy machine and
-not the learner decides how long that takes. A kernel that did not start, or died before
-the first cell, is started again once, and the result says so.
+`grade` lays out the graded copy (`graded_copy`), runs it (in the job's sandbox,
+`session.ForkedSandbox`, or in a process of its own here, `_run_copy`: sandboxed where it can
+be), and while the notebook's server (`kernel`) is the only process of it left, checks each
+exercise with the grader's own checker (`remote`); `verdicts` turns that and the run's
+per-cell records into results.
+
+The notebook's time limit counts from when its kernel is ready, and covers its run and
+every call of its functions: the kernel's start-up, with the libraries its lesson imports,
+has a limit of its own, since a busy machine and not the learner decides how long that
+takes. A kernel that did not start, or died before the first cell, is started again once,
+and the result says so.
 """
+import importlib
 import json
 import os
 import secrets
@@ -14,6 +22,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,33 +30,29 @@ from pathlib import Path
 import nbformat
 
 from course_lib.exercises import ROOT
-from course_lib.grading.borrowed import no_credit
 from course_lib.grading.graded_copy import changed, graded_copy, tree_hash, write_copy
 from course_lib.grading.help_taken import help_taken
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
 from course_lib.grading.plugin import _read_records
 from course_lib.grading.questions import grade_questions, questions_not_graded
-from course_lib.grading.probe import probe_notebook
-from course_lib.grading.replay import Replayer, remove, scratch_folder
+from course_lib.grading.kernel import NO_SERVER
+from course_lib.grading.remote import Served, Unserved, server_pipes
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
-                                        UNSANDBOXED, bwrap_command, give_to, learner_uid, process_limit,
+                                        UNSANDBOXED, bwrap_command, give_to, learner_uid, own_env, process_limit,
                                         sandbox_env, sandbox_uid, unavailable)
 from course_lib.grading.submissions import identify, read_submission, submission_hash
-from course_lib.grading.verdicts import Result, _cell_name, verdicts
+from course_lib.grading.verdicts import Result, _cell_name, stopped_at, verdicts
 
-# The first process of a graded copy: `python -m pytest` with nbval and the grader's plugin,
-# after it has set the limits. The grader sends, on stdin (never in the environment or a file
-# that the kernel, a child of pytest, could read), the user id to drop to (root outside a
-# sandbox), the limits, and where to record each cell's result with a key to sign it. The
-# limits are hard (no process in the copy can raise them) and set before anything else runs;
-# the process then makes itself undumpable, so no other process of its user (the kernel)
-# can read the key from its memory. Less the second of CPU that jsonschema (imported by
-# nbformat) spends compiling a grammar for a URL format check that notebooks never use; only
-# nbval and the plugin are loaded, not every pytest plugin installed (xdist...).
+# The first process of a graded copy (a sandbox of its own): it reads on stdin (never the
+# environment or a file its kernel could read) the user id to drop to, the hard limits, the
+# signed record's path and key, and the server's fds; becomes undumpable (its kernel cannot read
+# the key) and the reaper of what the kernel leaves; runs pytest with nbval (its kernel the graded
+# one, `kernel`, given the fds) and the grader's plugin only. Then it kills every process under
+# it but the server (`kernel.keep_server`), records that, and waits for the grader to close its
+# stdin, then ends them all and records the CPU of all.
 LAUNCH = """\
 import json, os, sys
 setup = json.loads(sys.stdin.readline())
-sys.stdin.close()
 uid = setup.get("uid")
 if uid is not None:
     os.setgroups([])
@@ -63,14 +68,38 @@ for name, value in setup["limits"].items():
         resource.setrlimit(getattr(resource, name), (soft, hard))
 if sys.platform.startswith("linux"):
     import ctypes
-    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE, 0
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 sys.modules["rfc3987_syntax"] = None
 import course_lib.grading.plugin as g
 g._RECORD = setup["record"]
+fds = setup["server"]
+from jupyter_client.provisioning import local_provisioner
+real = local_provisioner.launch_kernel
+def launch_kernel(cmd, **kwargs):
+    if list(cmd[1:3]) == ["-m", "ipykernel_launcher"]:
+        cmd = [cmd[0], "-c", "from course_lib.grading.kernel import main; main()", os.path.abspath("grading.json"), *cmd[3:]]
+        kwargs["pass_fds"] = tuple(kwargs.get("pass_fds", ())) + tuple(fds)
+    return real(cmd, **kwargs)
+local_provisioner.launch_kernel = launch_kernel
+os.environ["COURSE_GRADING_SERVER"] = json.dumps(fds)
 import pytest
 os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 status = pytest.main(["-p", "nbval.plugin", *sys.argv[1:]])
-if resource is not None:  # the CPU of this process and the kernel it waited for
+for fd in fds:
+    os.close(fd)
+from course_lib.grading.kernel import descendants, filters, keep_server
+marked = None if filters() is None else filters() + 2    # the kernel's filter, then the server's mark
+server, why = keep_server(descendants(os.getpid()), marked)
+g._record({"finished": status, "server": server, "unserved": why})
+sys.stdin.read()
+keep_server(descendants(os.getpid()), -1)
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+if resource is not None:  # the CPU of this process and every one under it
     used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     g._record({"cpu_seconds": round(sum(u.ru_utime + u.ru_stime for u in used), 2)})
 sys.exit(status)
@@ -96,8 +125,9 @@ class Graded:
     cpu_seconds: float | None = None  # CPU of its pytest and kernel, every try (None: not measured)
     help: dict = field(default_factory=dict)  # exercise -> help_taken.Help, read from its source
     solution_costs: float | None = None       # the points a shown solution cost (--solution-costs)
-    replay_cpu_seconds: float | None = None  # CPU the grader's replay of its checks took
+    check_cpu_seconds: float | None = None   # CPU the grader's own checks of its exercises took
     seed: int | None = None       # the grading seed its checks' inputs were drawn from
+    stopped: str = ""             # where and why its run stopped ('' when it ran to its end)
 
 
 FILE_LIMIT = 2 ** 30  # bytes of any one file a graded notebook writes
@@ -129,19 +159,22 @@ class Run:
 
 
 def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIMEOUT, limits=None,
-              sandboxed=False):
-    """Run pytest on the copy, in a sandbox when `sandboxed`; a Run.
+              sandboxed=False, serve=None, call_timeout=CELL_TIMEOUT):
+    """Run pytest on the copy, in a sandbox when `sandboxed`; (a Run, serve's result).
 
     The notebook's time limit counts from when its kernel is ready: the kernel's start-up,
     with the libraries its lesson imports, has a limit of its own, since a busy machine
     and not the learner decides how long that takes. `limits` maps resource names
-    (RLIMIT_AS...) to the hard limits the copy's first process sets.
+    (RLIMIT_AS...) to the hard limits the copy's first process sets. Once pytest has run,
+    `serve(served, why)` is called as in `session.ForkedSandbox.run`: here the grader itself
+    says whether the notebook's server is the only process of it left (`LAUNCH`).
     """
     private = Path(tempfile.mkdtemp(prefix="grading-"))    # the grader's alone: pytest's output
     records = Path(tempfile.mkdtemp(prefix="grading-records-"))  # where the plugin writes
     record, key = records / f"{secrets.token_hex(8)}.jsonl", secrets.token_hex(32)
     uid = learner_uid(sandboxed)
-    setup = {"record": [str(record), key], "uid": uid, "limits": dict(limits or {})}
+    theirs, mine = server_pipes()
+    setup = {"record": [str(record), key], "uid": uid, "limits": dict(limits or {}), "server": theirs}
     setup["limits"].setdefault("RLIMIT_NPROC", process_limit())
     command = [sys.executable, "-c", LAUNCH, f"notebooks/{lesson_name}"]
     extra = {"PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"}
@@ -154,29 +187,46 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
         give_to(records, uid)
         env = sandbox_env(folder, extra)
     else:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-        env.update(extra)
+        env = own_env(extra)
     log = private / "pytest.log"
     with log.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.PIPE, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True, text=True)
+                                stderr=subprocess.STDOUT, start_new_session=True, text=True, pass_fds=theirs)
+    for fd in theirs:
+        os.close(fd)
     try:
         proc.stdin.write(json.dumps(setup) + "\n")
-        proc.stdin.close()
+        proc.stdin.flush()
     except OSError:  # pytest ended at once; its output says why
         pass
-    began, ready, stopped, start_failure = time.monotonic(), None, None, None
+    began, ready, stopped, start_failure, served = time.monotonic(), None, None, None, None
     while True:
         try:
             proc.wait(timeout=0.5)
             break
         except subprocess.TimeoutExpired:
             pass
+        finished = next((e for e in _read_records(record, key)[0] if "finished" in e), None)
+        if finished is not None:
+            server = Served(*mine, deadline=(ready or time.monotonic()) + notebook_timeout,
+                            call_timeout=call_timeout) if finished["server"] else None
+            served = serve(server, finished["unserved"]) if serve else {}
+            break
         ready, stopped, start_failure = watch(record, key, began, ready, startup_timeout, notebook_timeout)
         if stopped:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
             break
+    for fd in mine:
+        os.close(fd)
+    try:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    if served is None and serve is not None:
+        served = serve(None, stopped or "the notebook's run ended before the grader's last cell")
     entries, forged = _read_records(record, key)
     output = tail(log)
     shutil.rmtree(private, ignore_errors=True)
@@ -188,7 +238,7 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
                 os.kill(entry["kernel_pid"], signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-    return outcome(entries, forged, output, stopped, start_failure, proc.returncode)
+    return outcome(entries, forged, output, stopped, start_failure, proc.returncode), served
 
 
 def tail(log):
@@ -217,7 +267,7 @@ def watch(record, key, began, ready, startup_timeout, notebook_timeout):
         start_failure = stopped = (f"the machine was too slow to start the kernel: it was not "
                                    f"ready {now - began:.0f} s after grading began")
     elif ready is not None and now - ready > notebook_timeout:
-        stopped = f"the notebook ran past its {notebook_timeout:g} s time limit before this check"
+        stopped = f"the notebook ran past its {notebook_timeout:g} s time limit"
     return ready, stopped, start_failure
 
 
@@ -253,16 +303,42 @@ def outcome(entries, forged, output, stopped, start_failure, returncode):
                None if started is None else started["seconds"], cpu)
 
 
+_CHECKING = threading.Lock()   # one check at a time in the grader's process: the checkers seed torch's RNG
+
+
+def checking(found, pass_lines, base_seed, used):
+    """serve(served, why) for a run: each exercise of `found` checked in the notebook's server
+    (a remote.Served), by the grader's own checker with inputs from `base_seed`; returns
+    {exercise: remote.Outcome}, or {} with why there was no server. `used` gets the CPU
+    seconds the checks took in this process."""
+    def serve(served, why):
+        if served is None:
+            return {"unserved": why}
+        began = time.thread_time()
+        outcomes = {}
+        try:
+            served.reset()
+            for ex in found:
+                checker = getattr(importlib.import_module(ex.module), f"check_{ex.name}")
+                with _CHECKING:
+                    outcomes[ex.name] = served.check(ex.name, checker, base_seed, pass_lines[ex.name])
+        except Unserved as e:
+            outcomes.setdefault("unserved", str(e))
+        finally:
+            used.append(time.thread_time() - began)
+        return outcomes
+    return serve
+
+
 def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
           notebook_timeout=NOTEBOOK_TIMEOUT, memory_gib=MEMORY_GIB, keep=None, root=ROOT,
-          startup_timeout=STARTUP_TIMEOUT, sandbox="auto", replayer=None, session=None, seed=None):
+          startup_timeout=STARTUP_TIMEOUT, sandbox="auto", session=None, seed=None):
     """Grade the notebook at `path` against its lesson (by file name unless given); a Graded.
 
     sandbox: True runs it in a bubblewrap sandbox (SandboxUnavailable if there is none),
-    False without one, "auto" in one where this machine can make one. `replayer`: the
-    grading job's `replay.Replayer` (one is started for this notebook when None).
-    session: the grading job's `session.ForkedSandbox`, which runs it in the job's sandbox
-    (forked from a process that has imported the libraries); None: a sandbox of its own.
+    False without one, "auto" in one where this machine can make one. session: the grading
+    job's `session.ForkedSandbox`, which runs it in the job's sandbox (forked from a process
+    that has imported the libraries); None: a sandbox of its own.
     seed: the grading seed the checks' inputs are drawn from (None: drawn afresh, `secrets`);
     the same notebook graded with the same seed gets the same feedback (Graded.seed keeps it).
     """
@@ -322,95 +398,68 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
 
     folder = new_folder()
     tries = []  # why each earlier try's kernel did not get as far as the first cell
-    cpu_used = []  # each try's CPU seconds
+    cpu_used, check_cpu = [], []  # each try's CPU seconds; the grader's checks'
     pass_lines = {e.name: "".join(o["text"] for o in e.pass_output).strip() for e in found}
-    own_replayer = replayer is None
-    replayer = Replayer(root) if own_replayer else replayer
-    scratch, replay_cpu, learner = scratch_folder(), None, None
+    checks = sorted({e.module for e in found})
+    # the seed of this grading's inputs: drawn now, known to the grader alone
+    base_seed = secrets.randbelow(2 ** 62) if seed is None else int(seed)
     try:
         while True:
             copy_root = folder.resolve()
-            # the seed of this grading's inputs: drawn now, known to the grader and, once the
-            # learner's definitions are loaded, to the probe; never to the notebook's run
-            base_seed = secrets.randbelow(2 ** 62) if seed is None else int(seed)
             nb, placements = graded_copy(submission, lesson_nb, found, copy_root)
             cpu = int(notebook_timeout + startup_timeout + 30)
             write_copy(copy_root, nb, lesson_path.name, placements, cell_timeout,
                        memory_gib * 2 ** 30, cpu, root, startup_timeout=startup_timeout,
-                       lib=None if session is None else session.lib,
-                       replay={"checks": {
-                           e.name: {"module": e.module, "pass_line": pass_lines[e.name]} for e in found}})
+                       lib=None if session is None else session.lib, checks=checks)
             settings = json.loads((copy_root / "grading.json").read_text())
             before = tree_hash(copy_root, ("course_lib",))
             limits = {"RLIMIT_AS": int(memory_gib * 2 ** 30) or None, "RLIMIT_CPU": [cpu, cpu + 5],
                       "RLIMIT_CORE": 0, "RLIMIT_FSIZE": FILE_LIMIT}
+            serve = checking(found, pass_lines, base_seed, check_cpu)
             if session is None:
-                run = _run_copy(copy_root, lesson_path.name, notebook_timeout, startup_timeout,
-                                limits=limits, sandboxed=sandboxed)
+                run, outcomes = _run_copy(copy_root, lesson_path.name, notebook_timeout, startup_timeout,
+                                          limits=limits, sandboxed=sandboxed, serve=serve, call_timeout=cell_timeout)
             else:
-                run = session.run(copy_root, lesson_path.name, notebook_timeout, startup_timeout,
-                                  dict(limits, RLIMIT_NPROC=process_limit()), sandbox_uid())
+                run, outcomes = session.run(copy_root, lesson_path.name, notebook_timeout, startup_timeout,
+                                            dict(limits, RLIMIT_NPROC=process_limit()), sandbox_uid(),
+                                            settings["kernel"], serve)
             cpu_used.append(run.cpu_seconds)
             if run.start_failure is None or len(tries) == 1:
                 break
             tries.append(run.start_failure)  # the machine's fault, not the notebook's: once more
             shutil.rmtree(folder, ignore_errors=True)
             folder = new_folder()
+        outcomes = outcomes or {}
         if run.start_failure:
             reason = f"{run.start_failure}; tried twice, so this notebook was not graded: grade it again"
             results = [Result(e.name, "not run", reason, 0, e.points) for e in found]
         else:
-            # the verdicts: the learner's definitions alone, probed in a process of the grader's
-            replayed, learner, probe_cpu = probe_notebook(
-                submission, lesson_nb, found, base_seed, scratch, replayer, timeout=cell_timeout, root=root,
-                sandboxed=sandboxed, session=session,
-                limits=dict(limits, RLIMIT_NPROC=process_limit(), RLIMIT_CPU=[cpu, cpu + 5]))
-            if session is not None and cpu_used[-1] is not None:  # in the job's sandbox, as its run's
-                cpu_used[-1] += probe_cpu
-            costs = [r["cpu"] for r in replayed.values() if r is not None]
-            replay_cpu = None if None in costs else round(sum(costs), 3)
-            results = no_credit(cannot_read(verdicts(run.cells, placements, settings, run.stopped, replayed,
-                                                    pass_lines), learner), submission, root)
+            unserved = outcomes.pop("unserved", None)
+            if unserved == NO_SERVER and "this kernel runs without seccomp" in run.output:
+                unserved = ("this machine refused the seccomp filter that marks the grader's server, so no "
+                            "process of the notebook could be trusted to answer the grader's calls")
+            results = verdicts(run.cells, placements, settings, run.stopped, outcomes, pass_lines, unserved)
         touched = changed(before, tree_hash(copy_root, ("course_lib",)))
         if touched:
             reason = (f"the notebook changed the grading copy of course_lib ({', '.join(touched[:3])}), "
                       f"so its checks cannot be trusted: a notebook must not write into course_lib")
             results = [Result(r.exercise, "failed", reason, 0, r.max_points) for r in results]
     finally:
-        remove(scratch)
-        if own_replayer:
-            replayer.close()
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
     retried = None
     if tries:
         retried = f"graded on a second try: on the first, {tries[0]}"
+    stop = stopped_at({int(k): v for k, v in run.cells.items()}, settings, run.stopped)
     return Graded(path, stem, results + grade_questions(submission, lesson_nb), sha256=sha,
                   seconds=time.monotonic() - start, help=help_taken(submission, [e.name for e in found]),
                   submission=submission, placements=placements, retried=retried,
-                  log=_diagnosis(run, settings, tries) + "".join(
-                      f"\nthe grader's probe could not load {why}" for why in (learner.probe_problems if learner else [])),
-                  sandbox=SANDBOXED if sandboxed else UNSANDBOXED,
+                  log=_diagnosis(run, settings, tries) + (f"\nthe notebook stopped: {stop}" if stop else "")
+                  + f"\nthe grader's checks took {sum(check_cpu):.3f} s of CPU",
+                  sandbox=(SANDBOXED if sandboxed else UNSANDBOXED) + (
+                      " without seccomp" if "this kernel runs without seccomp" in run.output else ""), stopped=stop,
                   cpu_seconds=None if None in cpu_used else round(sum(cpu_used), 2),
-                  replay_cpu_seconds=replay_cpu, seed=base_seed)
-
-
-def cannot_read(results, learner):
-    """Results less the credit of an exercise bound where the probe cannot read it, with why; a
-    NameError's feedback says why the name is missing from the probe when the notebook binds it."""
-    import re
-    out = []
-    for r in results:
-        why = learner.unreadable(r.exercise)
-        if why:
-            r = Result(r.exercise, "failed", f"the grader cannot read this answer: {why}", 0, r.max_points,
-                       None, r.cases_total)
-        elif r.status != "passed":
-            for name in re.findall(r"NameError: name '(\w+)' is not defined", r.feedback)[:1]:
-                if learner.why_missing(name):
-                    r.feedback += f" (the grader checks your definitions alone: {learner.why_missing(name)})"
-        out.append(r)
-    return out
+                  check_cpu_seconds=round(sum(check_cpu), 3), seed=base_seed)
 
 
 def _diagnosis(run, settings, tries):

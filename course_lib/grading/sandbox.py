@@ -42,6 +42,11 @@ SANDBOXED, UNSANDBOXED = "bubblewrap", "none"
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # The environment a sandboxed process gets: these, and nothing else of the grader's.
 KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+# What a notebook's run never gets of the grader's environment, unsandboxed too: pytest's own
+# settings, and a JupyterHub's token and addresses (JPY_API_TOKEN is the token's older name) and
+# the live view's settings, so that nothing run in a graded kernel can report to a hub as a learner
+# (course_lib.checks.report) when the grader runs in an instructor's server on one.
+NEVER_PASSED = ("PYTEST_", "JUPYTERHUB_", "JPY_API_TOKEN", "COURSE_LIVE")
 # Bytes a notebook graded in a job's sandbox may write in all (its copy, /tmp and /dev/shm share
 # one size-capped file system), and the most its SysV shared memory may hold besides: an honest
 # notebook writes a few MB; an attack filled the disk.
@@ -132,7 +137,7 @@ def sandbox_uid():
 
 
 def learner_uid(sandboxed):
-    """The user id a notebook's code (its run, or the probe of its definitions) runs as; None: the
+    """The user id a notebook's code (its run, and its servers) runs as; None: the
     grader's own. A root grader gives it a user of its own: in a sandbox always, and without one
     where such a user can run this Python (unprivileged_python; the Gradescope autograder refuses
     to grade where it cannot)."""
@@ -224,6 +229,14 @@ def sandbox_env(copy, extra=()):
     return env
 
 
+def own_env(extra=()):
+    """The environment of a notebook run as the grader's own user, without a sandbox: the grader's,
+    less what it never passes on (`NEVER_PASSED`)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(NEVER_PASSED)}
+    env.update(extra)
+    return env
+
+
 @functools.lru_cache(maxsize=1)
 def unavailable():
     """Why no sandbox can be made on this machine, or None when it can (tried once, then remembered)."""
@@ -297,7 +310,7 @@ def _mount(source, target, fstype=None, flags=0, data=None):
 
 
 def seal(keep, scratch, copy, lib, parts=("course_lib", "data"), shared_memory=DISK_QUOTA):
-    """In a notebook's runner (or probe), still root, before anything of the notebook runs: namespaces of its own.
+    """In a notebook's runner, still root, before anything of the notebook runs: namespaces of its own.
 
     - a new IPC namespace: the SysV message queues, shared memory and semaphores and the POSIX
       message queues it makes are its alone, and go when its last process ends; SysV shared

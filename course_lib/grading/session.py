@@ -1,20 +1,16 @@
 """One sandbox per grading job, its libraries imported once: the grader's side of `forked`.
 
-`grade_class` gives each of its jobs a ForkedSandbox: one bubblewrap sandbox whose zygote
-(`forked.serve`) has imported torch, numpy, matplotlib, IPython, pytest and nbval, and forks
-a runner and a kernel for each notebook. What keeps notebooks apart is in `forked`'s
-docstring; here the grader's part of it:
+`grade_class` gives each job a ForkedSandbox, whose zygote (`forked.serve`) forks a runner and
+a kernel per notebook. The grader's part of keeping notebooks apart (the rest: `forked`):
 
-- every notebook gets a user id of its own (`sandbox.sandbox_uid`), and its copy and its
-  records folder belong to that id alone, under folders it can pass through but not list;
-- the grader deletes a notebook's copy and records once it has read them, before the next
-  notebook's run is ordered;
-- the key that signs a notebook's records goes to its runner alone (fd 3), after its kernel
-  was forked; the zygote never holds one.
+- each notebook gets a user id of its own (`sandbox.sandbox_uid`), owning its copy and records
+  folder alone, under folders it can pass through but not list; both are deleted once read;
+- the key that signs its records goes to its runner alone (fd 3), after its kernel was forked;
+- the server's five pipes (`kernel`) are the job's: once the zygote says the notebook's server
+  is the only process of it left (`serving`), the grader's checks call it (`remote`), then `stop`.
 
-It needs a grader running as root (only root can give each notebook a user id of its own)
-on Linux with bubblewrap: `available()` says why not, and the grader then gives each
-notebook a sandbox of its own (`run._run_copy`), as it does for a single notebook.
+It needs a grader running as root on Linux with bubblewrap (`available()` says why not); the
+grader otherwise gives each notebook a sandbox of its own (`run._run_copy`).
 """
 import functools
 import json
@@ -29,8 +25,9 @@ import time
 from pathlib import Path
 
 from course_lib.exercises import ROOT
-from course_lib.grading.graded_copy import (COPIED, KERNEL_PATH, NO_DEBUGGER, NOT_COPIED, _add_bytecode,
+from course_lib.grading.graded_copy import (COPIED, NOT_COPIED, _add_bytecode,
                                             _copy_font_cache)
+from course_lib.grading.remote import server_pipes
 from course_lib.grading.plugin import _read_records
 from course_lib.grading.sandbox import (DISK_QUOTA, bwrap_command, mount_quota, printable, sandbox_env,
                                         unavailable, unmount)
@@ -73,8 +70,9 @@ def _no_quota():
 class ForkedSandbox:
     """A grading job's sandbox: `run` grades one copy in it at a time; `close` ends it."""
 
-    def __init__(self, root=ROOT):
+    def __init__(self, root=ROOT, call_timeout=60):
         self.root, self.proc, self.runs = Path(root), None, 0
+        self.call_timeout = call_timeout   # seconds each call of a learner's function may take
         self.folder = Path(tempfile.mkdtemp(prefix="grading-job-"))
         self.lib, self.work = self.folder / "lib", self.folder / "work"
         self.records, self.home = self.folder / "records", self.folder / "zygote"
@@ -82,8 +80,6 @@ class ForkedSandbox:
             shutil.copytree(self.root / part, self.lib / part,
                             ignore=NOT_COPIED)
         _add_bytecode(self.lib, self.root)
-        (self.lib / KERNEL_PATH).mkdir()
-        (self.lib / KERNEL_PATH / "debugpy.py").write_text(NO_DEBUGGER, encoding="utf-8")
         _copy_font_cache(self.home)
         for folder in (self.work, self.records):  # passed through by the notebooks, never listed
             folder.mkdir(mode=0o711)
@@ -110,19 +106,18 @@ class ForkedSandbox:
                                 capabilities=CAPABILITIES)
         keys_read, self.keys = os.pipe()
         self.status, status_write = os.pipe()
-        seeds_read, self.seeds = os.pipe()        # a probe's seed, and its records (`probe`)
-        self.replies, replies_write = os.pipe()
+        theirs, self.server = server_pipes()
         self.log = open(self.folder / "zygote.log", "wb")
-        # the runners' keys and the zygote's reports, on pipes of their own (bwrap passes them on)
+        # the runners' keys, the zygote's reports and the servers' pipes (bwrap passes them on)
         self.proc = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True,
-                                     pass_fds=(keys_read, status_write, seeds_read, replies_write))
-        for fd in (keys_read, status_write, seeds_read, replies_write):
+                                     pass_fds=(keys_read, status_write, *theirs))
+        for fd in (keys_read, status_write, *theirs):
             os.close(fd)
         self.buffer, self.start_cpu = b"", None
-        self._send({"python_path": [str(self.lib)], "no_debugger": str(self.lib / KERNEL_PATH),
-                    "keys": keys_read, "status": status_write, "seeds": seeds_read,
-                    "replies": replies_write, "keep": str(self.folder)})
+        self._send({"python_path": [str(self.lib)],
+                    "keys": keys_read, "status": status_write, "server": list(theirs),
+                    "keep": str(self.folder)})
 
     def _send(self, message, fd=None):
         data = (json.dumps(message) + "\n").encode()
@@ -153,7 +148,7 @@ class ForkedSandbox:
             except ProcessLookupError:
                 pass
             self.proc.wait()
-            for fd in (self.keys, self.status, self.seeds, self.replies):
+            for fd in (self.keys, self.status, *self.server):
                 os.close(fd)
             self.proc.stdin.close()
             self.log.close()
@@ -174,8 +169,14 @@ class ForkedSandbox:
 
     # -------------------------------------------------------------- one notebook
 
-    def run(self, copy, lesson_name, notebook_timeout, startup_timeout, limits, uid):
-        """Grade the copy at `copy` (made by new_copy) as user `uid`; a run.Run."""
+    def run(self, copy, lesson_name, notebook_timeout, startup_timeout, limits, uid, kernel, serve):
+        """Grade the copy at `copy` (made by new_copy) as user `uid`; (a run.Run, serve's result).
+
+        `kernel` is the graded kernel's config (`kernel.run_kernel`); `serve(served, why)` is called once the run has
+        ended: with a remote.Served (and why None) while the notebook's server is the only
+        process of it left, or with None and why there is no server.
+        """
+        from course_lib.grading.remote import Served
         from course_lib.grading.run import give_to, outcome, tail, watch
         if self.proc is None or self.proc.poll() is not None:
             self._end()
@@ -190,9 +191,9 @@ class ForkedSandbox:
         order = {"id": self.runs, "folder": str(copy), "lesson": lesson_name, "uid": uid,
                  "limits": limits, "log": str(log), "env": sandbox_env(copy, extra),
                  "keep": str(self.folder), "lib": str(self.lib), "quota": self.quota,
-                 "scratch": str(self.work / f".scratch-{self.runs}")}
+                 "scratch": str(self.work / f".scratch-{self.runs}"), "kernel": kernel}
         began, ready, stopped, start_failure, status, zygote_cpu = time.monotonic(), None, None, None, None, 0.0
-        left = []
+        left, served = [], None
         try:
             self._send({"run": order})
             self._send({"id": self.runs, "record": [str(record), key]}, self.keys)
@@ -207,6 +208,18 @@ class ForkedSandbox:
                     continue
                 if report and report[0] == "ready":
                     self.start_cpu = float(report[1])
+                    continue
+                if report and report[0] in ("serving", "unserved"):
+                    if ready is None:   # the kernel started (the records say so), or never did
+                        ready, _, _ = watch(record, key, began, ready, startup_timeout, notebook_timeout)
+                    deadline = (ready or time.monotonic()) + notebook_timeout
+                    server, why = None, " ".join(report[1:]) if report[0] == "unserved" else stopped
+                    if report[0] == "serving" and stopped is None:
+                        server = Served(*self.server, deadline=deadline, call_timeout=self.call_timeout)
+                    served = serve(server, None if server else why)
+                    self._send({"stop": True})
+                    stopping = time.monotonic()
+                    stopped = stopped or "stopping"
                     continue
                 if report and report[0] == "done":
                     status = None if report[1] == "None" else int(report[1])
@@ -225,6 +238,8 @@ class ForkedSandbox:
         except (BrokenPipeError, OSError) as e:
             stopped = start_failure = f"the grading sandbox could not be reached ({e})"
             self._end()
+        if stopped == "stopping":
+            stopped = None
         entries, forged = _read_records(record, key)
         output = tail(log)
         if self.proc is None or self.proc.poll() is not None:  # what the sandbox said as it ended
@@ -237,58 +252,4 @@ class ForkedSandbox:
         run = outcome(entries, forged, output, stopped, start_failure, -9 if status is None else status)
         if run.cpu_seconds is not None:
             run.cpu_seconds = round(run.cpu_seconds + zygote_cpu, 2)
-        return run
-
-    # -------------------------------------------------------------- one notebook's probe
-
-    def probe(self, statements, found, seed, scratch, *, timeout, limits):
-        """Probe the definitions in a process the zygote forks; ({exercise: None or why}, problems, CPU seconds).
-
-        The probe gets a user id and an empty folder of its own; the seed goes to it on its pipe
-        once it says its definitions are loaded; its records come back on another (`probe`).
-        """
-        from course_lib.grading import probe
-        from course_lib.grading.run import give_to
-        from course_lib.grading.sandbox import sandbox_uid
-        todo, recorded, problems, cpu = list(found), {}, [], 0.0
-        while todo:
-            if self.proc is None or self.proc.poll() is not None:
-                self._end()
-                self._start()
-            self.runs += 1
-            uid, folder, ident = sandbox_uid(), self.work / f"probe-{secrets.token_hex(8)}", self.runs
-            folder.mkdir(mode=0o700)   # empty: nothing of the notebook's copy is in reach
-            give_to(folder, uid)
-            self._drain()
-            order = dict(probe.order_for(statements, todo, uid, limits), id=ident, folder=str(folder),
-                         env=sandbox_env(folder, dict(THREADS, MPLBACKEND="agg", PYTHONDONTWRITEBYTECODE="1")),
-                         keep=str(self.folder), scratch=str(self.work / f".scratch-{ident}"), quota=self.quota)
-            said = []
-            try:
-                self._send({"probe": order})
-                got, said = probe.collect(probe.Replies(self.replies), todo, scratch, timeout,
-                                          lambda: self._send({"id": ident, "seed": int(seed)}, self.seeds),
-                                          lambda: self.proc.poll() is None)
-                if any(got.values()) or len(got) < len(todo):
-                    self._send({"stop": True})
-                report = self._report(CLEAR_TIMEOUT)
-                while report and report[0] != "probed":
-                    report = self._report(CLEAR_TIMEOUT)
-                if report:
-                    cpu += float(report[2])
-                else:
-                    self._end()
-            except (BrokenPipeError, OSError) as e:
-                got = {other.name: f"the grading sandbox could not be reached ({e})" for other in todo}
-                self._end()
-            shutil.rmtree(folder, ignore_errors=True)
-            problems = problems or said
-            recorded.update(got)
-            todo = [e for e in todo if e.name not in recorded]
-        return recorded, problems, round(cpu, 3)
-
-    def _drain(self):
-        """Empty the replies pipe of what a killed probe left half-written (its writers are all gone)."""
-        while select.select([self.replies], [], [], 0)[0]:
-            if not os.read(self.replies, 1 << 20):
-                break
+        return run, served
