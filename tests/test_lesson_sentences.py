@@ -26,7 +26,8 @@ ONE_MACHINE_PROSE = [
     ("09_costs", "0.5 FLOP per byte, far to the left", "the balance point is measured"),
     ("09_costs", "both keep it below 100%", "runs on a busy machine measured 108%"),
     ("01_attention_by_hand", "such as the one these lessons were run on",
-     "the saved outputs of 06 and 09 come from a CPU without bfloat16 instructions"),
+     "the lessons are saved on whichever CPU re-runs them: without bfloat16 instructions "
+     "once, an EPYC with AVX512-BF16 now"),
     # issue 46: what a GPU run would make false
     ("00_start_here", "the lessons that train use it by themselves.",
      "lessons 04 and 09 train on the CPU whatever the machine has"),
