@@ -182,10 +182,10 @@ def test_memorising_reads_a_long_runs_gap_as_memorising_and_dropouts_as_its_hand
 
 
 @pytest.mark.parametrize("args, words", [
-    ((1.61, "cpu", True), "this CPU has bfloat16 instructions: bf16 matrix products and the "
+    ((1.61, "cpu", True), "the run trains in bf16 on this CPU: bf16 matrix products and the "
                           "foreach update trained 1.61x"),
-    ((1.02, "cpu", True), "less than such CPUs have given elsewhere"),
-    ((0.98, "cpu", False), "lacks bfloat16 instructions, so only the foreach update differs"),
+    ((1.02, "cpu", True), "less than CPUs where bf16 pays have given elsewhere"),
+    ((0.98, "cpu", False), "trains in float32 on this CPU, so only the foreach update differs"),
     ((1.70, "cuda", False), "launching kernels and waiting for the GPU"),
     ((1.03, "cuda", False), "made little difference here"),
     ((1.2, "mps", False), "on this mps device the run's settings trained 1.20x"),
