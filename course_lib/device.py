@@ -59,10 +59,12 @@ def forced_cpu_bf16():
 def cpu_has_bf16():
     """Whether this CPU multiplies bfloat16 numbers natively (the AVX512-BF16 instructions).
 
-    There, training with TrainConfig(autocast="bf16") is faster than float32 (lesson 06;
-    bench/time_to_quality.py measures it); elsewhere torch emulates bf16, and it is slower.
-    COURSE_CPU_BF16=1 or 0 overrides the probe, so that a lesson can be run down the other path
-    (the answer changes what lessons 06 and 09 run and say, not what the CPU can do).
+    Elsewhere torch emulates bf16, slower than float32; but having them does not say that a
+    training run gains from bf16 (an AMX Xeon gained almost nothing on the cpu preset), so the
+    training runs choose their precision by timing it (course_lib.precision), and this answer
+    is what lesson 09 says of bf16 arithmetic. COURSE_CPU_BF16=1 or 0 overrides the probe, so
+    that a lesson can be run down the other path (the answer changes what lessons 06 and 09
+    run and say, not what the CPU can do).
     """
     forced = forced_cpu_bf16()
     if forced is not None:

@@ -61,6 +61,7 @@ def test_prose_no_longer_states_one_machines_measurement(copy, lesson, words, wh
 
 # (lesson, what a cell calls to choose its words): the sentence is printed from the cell's numbers
 CHOSEN_BY_THE_CELL = [
+    ("06_training", "choose_cpu_precision("), ("06_training", "speed_settings("),
     ("08_the_modern_block", "seed_verdict("), ("08_the_modern_block", "gap_closed("),
     ("08_the_modern_block", "share("), ("09_costs", "bf16_arithmetic(cpu_has_bf16())"),
     ("09_costs", "roofline_side("), ("09_costs", "mfu_reading("), ("09_costs", "peak_reading("),
