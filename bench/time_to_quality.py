@@ -17,9 +17,10 @@ CPU mode. On the first 1,115,394 bytes of --data (the size of nanoGPT's tiny Sha
             MLP of width 384, 2 key/value heads) with RoPE instead of the table, Muon
             (course_lib.muon, peak lr 0.03) for the hidden matrices and AdamW's fused
             kernel at lr 4e-3 for the rest, batch 24 for 300 steps (30 of them warm-up),
-            in float32; where the CPU has bfloat16 instructions, with bf16
-            autocast and Muon's iterations in bfloat16 (--cpu-settings float32 runs the
-            float32 branch on any CPU). The JSON says which it ran.
+            in float32; where a few timed updates of each show bf16 paying on this CPU
+            (course_lib.precision), with bf16 autocast and Muon's iterations in bfloat16
+            (--cpu-settings float32 or bf16 runs either branch on any CPU). The JSON says
+            which it ran and why, with the timed figures.
 
 The text should be one the course does not train on. Debian's bible-kjv package ships the
 King James Bible (public domain); `apt-get install bible-kjv` and then
@@ -74,8 +75,9 @@ not faster than the eager one. The CPU run syncs once a step (loss.item()), whic
 nothing measurable on a CPU.
 
 `--lesson06` runs lesson 06's CPU training cell as it was (`before`: float32, 100 steps of 16
-windows) and as it is (`after`: bf16 autocast where the CPU has AVX512-BF16 and AdamW's
-foreach update, 160 steps of 16, for about the same time), and a third way that was also
+windows) and as it is (`after`: bf16 autocast where a few timed updates show it paying on
+this CPU, as the lesson chooses, and AdamW's foreach update, 160 steps of 16, for about the
+same time), and a third way that was also
 tried (`smaller_batches`: the same kernels, 300 steps of 8 windows, 30 warm-up steps). All on
 the whole corpus; it scores each run's validation loss and its samples: how many of their
 words occur in the corpus, and their loss per byte under data/tinylm.pt, the course's trained
@@ -106,9 +108,9 @@ sys.path.insert(0, str(ROOT))
 
 from course_lib.checkpoint import load_model  # noqa: E402
 from course_lib.data import decode, encode, train_val_split  # noqa: E402
-from course_lib.device import cpu_has_bf16  # noqa: E402
 from course_lib.generation import generate  # noqa: E402
 from course_lib.model import ModelConfig, TinyLM  # noqa: E402
+from course_lib.precision import choose_cpu_precision  # noqa: E402
 from course_lib.training import PRESETS, TrainConfig, cpu_preset, evaluate, train  # noqa: E402
 
 SLICE_BYTES = 1_115_394
@@ -178,8 +180,9 @@ def main(argv=None):
                    help="train on 8/9 of the training part, measure on its last 1/9 (tuning)")
     p.add_argument("--seed", type=int, default=0, help="initial weights and batches (default 0)")
     p.add_argument("--cpu-settings", default="auto", choices=("auto", "bf16", "float32"),
-                   help="the cpu preset's settings: auto picks by the CPU (cpu_has_bf16); "
-                        "float32 emulates a CPU without bfloat16 instructions")
+                   help="the cpu preset's settings: auto times a few updates of each on this "
+                        "CPU and picks the one that pays (course_lib.precision); bf16 or float32 "
+                        "forces one")
     # Tuning only (with --dev): change one setting of the preset's run.
     p.add_argument("--fast-steps", type=int)
     p.add_argument("--fast-batch", type=int)
@@ -323,9 +326,11 @@ def lesson06(args):
     judge = load_model(ROOT / "data" / "tinylm.pt").eval()  # the course's trained model
     model_config, cfg = PRESETS["cpu"]
     before = replace(cfg, steps=100, eval_every=20, eval_batches=4)
-    # as lesson 06's cell sets it: the new precision and update, the same windows
-    after = replace(before, steps=160, eval_every=40, adamw="foreach",
-                    autocast="bf16" if cpu_has_bf16() else "off")
+    # as lesson 06's cell sets it: the new precision (timed on this CPU) and update, the same
+    # windows
+    after = replace(before, steps=160, eval_every=40, adamw="foreach")
+    precision = choose_cpu_precision(model_config, after)
+    after = replace(after, autocast=precision.autocast)
     smaller_batches = replace(after, steps=300, batch_size=8, warmup_steps=30, eval_every=50,
                               eval_batches=8)
     configs = {"before": before, "after": after, "smaller_batches": smaller_batches}
@@ -344,6 +349,7 @@ def lesson06(args):
     measured_on = "the tuning split (--dev)" if args.dev else "the validation part"
     print(json.dumps(dict(machine=machine(torch.device("cpu")), model=asdict(model_config),
                           measured_on=measured_on,
+                          precision=dict(settings=precision.settings, why=precision.why),
                           **{k: asdict(c) for k, c in configs.items()}, runs=runs,
                           median=median, time_ratio=round(median["after"]["seconds"]
                                                           / median["before"]["seconds"], 3)),

@@ -65,7 +65,7 @@ from course_lib.device import cpu_has_bf16  # noqa: E402
 from course_lib.generation import _without_onednn  # noqa: E402
 from course_lib.model import TinyLM  # noqa: E402
 from course_lib.positions import pair_frequencies  # noqa: E402
-from course_lib.training import configure_optimizer, cpu_preset, next_token_loss  # noqa: E402
+from course_lib.training import configure_optimizer, cpu_preset, update  # noqa: E402
 
 
 def rope_seven_ops(x, positions, base=10000.0):
@@ -92,17 +92,10 @@ def make_step(model_config, cfg, seed=0):
     model = TinyLM(model_config)
     opt = configure_optimizer(model, cfg)
     g = torch.Generator().manual_seed(seed)
-    x = torch.randint(0, 256, (cfg.batch_size, cfg.block_size), generator=g)
-    y = torch.randint(0, 256, (cfg.batch_size, cfg.block_size), generator=g)
+    batch = torch.randint(0, 256, (cfg.batch_size, cfg.block_size + 1), generator=g)  # (B, T + 1)
 
-    def step():
-        loss = next_token_loss(model(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        return loss.item()
+    def step():  # train's own update, in cfg's precision
+        return update(model, opt, batch, cfg, torch.device("cpu")).item()
     return step
 
 

@@ -44,20 +44,31 @@ def use_cpu_threads():
         torch.set_num_threads(n)
 
 
+def forced_cpu_bf16():
+    """True or False where COURSE_CPU_BF16 is 1 or 0 (run a lesson down the bfloat16 path or
+    the float32 one whatever the CPU), None where it is unset or empty."""
+    forced = os.environ.get("COURSE_CPU_BF16", "").strip()
+    if not forced:
+        return None
+    if forced not in ("0", "1"):
+        raise ValueError(f"COURSE_CPU_BF16={forced!r} should be 1 (train in bfloat16 as if this "
+                         f"CPU did it best) or 0 (in float32); or unset it")
+    return forced == "1"
+
+
 def cpu_has_bf16():
     """Whether this CPU multiplies bfloat16 numbers natively (the AVX512-BF16 instructions).
 
-    There, training with TrainConfig(autocast="bf16") is faster than float32 (lesson 06;
-    bench/time_to_quality.py measures it); elsewhere torch emulates bf16, and it is slower.
-    COURSE_CPU_BF16=1 or 0 overrides the probe, so that a lesson can be run down the other path
-    (the answer changes what lessons 06 and 09 run and say, not what the CPU can do).
+    Elsewhere torch emulates bf16, slower than float32; but having them does not say that a
+    training run gains from bf16 (an AMX Xeon gained almost nothing on the cpu preset), so the
+    training runs choose their precision by timing it (course_lib.precision), and this answer
+    is what lesson 09 says of bf16 arithmetic. COURSE_CPU_BF16=1 or 0 overrides the probe, so
+    that a lesson can be run down the other path (the answer changes what lessons 06 and 09
+    run and say, not what the CPU can do).
     """
-    forced = os.environ.get("COURSE_CPU_BF16", "").strip()
-    if forced:
-        if forced not in ("0", "1"):
-            raise ValueError(f"COURSE_CPU_BF16={forced!r} should be 1 (act as if this CPU had "
-                             f"bfloat16 instructions) or 0 (as if it had none); or unset it")
-        return forced == "1"
+    forced = forced_cpu_bf16()
+    if forced is not None:
+        return forced
     probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)  # torch's own CPU probe
     return bool(probe()) if probe is not None else False
 

@@ -253,9 +253,10 @@ def memorising(gaps, scatter, times_read, dropout=0.0):
             f"after reading {read}")
 
 
-def speed_settings(ratio, device_type, has_bf16, load=None, cores=None):
+def speed_settings(ratio, device_type, bf16, load=None, cores=None):
     """Lesson 06: what this lesson's training settings bought against plain float32 with
-    AdamW's loop, from their measured ratio of tokens per second on this device."""
+    AdamW's loop, from their measured ratio of tokens per second on this device; `bf16` is
+    whether the run trains in bf16 here (on a CPU, as course_lib.precision timed it)."""
     ratio = _positive("ratio", ratio)
     if device_type == "cuda":
         said = (f"on this GPU, the run's settings (float32 on TF32 units, AdamW's fused update, "
@@ -268,14 +269,14 @@ def speed_settings(ratio, device_type, has_bf16, load=None, cores=None):
     elif device_type != "cpu":
         said = (f"on this {device_type} device the run's settings trained {ratio:.2f}x the "
                 f"tokens per second of plain float32 with AdamW's default update")
-    elif has_bf16:
-        said = (f"this CPU has bfloat16 instructions: bf16 matrix products and the foreach "
+    elif bf16:
+        said = (f"the run trains in bf16 on this CPU: bf16 matrix products and the foreach "
                 f"update trained {ratio:.2f}x the tokens per second of plain float32")
         if ratio <= 1.1:
-            said += (", less than such CPUs have given elsewhere (1.5x and more, "
+            said += (", less than CPUs where bf16 pays have given elsewhere (1.5x and more, "
                      "docs/benchmarks.md)")
     else:
-        said = (f"this CPU lacks bfloat16 instructions, so only the foreach update differs from "
+        said = (f"the run trains in float32 on this CPU, so only the foreach update differs from "
                 f"plain float32: {ratio:.2f}x its tokens per second"
                 + (", about the same" if 0.9 <= ratio <= 1.1 else ""))
     if load is not None and cores and math.isfinite(load) and load > cores:

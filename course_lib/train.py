@@ -7,7 +7,8 @@
 
 Presets: "gpu" (the full run, course_lib.training.PRESETS), "cpu" (nanoGPT's CPU recipe
 quality in less of its time: course_lib.training.cpu_preset picks bf16 or float32 settings by
-what the CPU has, and --cpu-settings forces one; bench/time_to_quality.py measures it),
+timing a few updates of each on this CPU, and --cpu-settings forces one;
+bench/time_to_quality.py measures the whole run),
 "lesson06" (lesson 06's model, which trained data/tinylm.pt) and "tiny" (for tests and
 smoke runs only). The checkpoint goes to OUT/tinylm.pt; --slim drops the optimizer state at
 the end (a file about three times smaller that can be loaded but not resumed). `--set NAME=VALUE`
@@ -45,8 +46,8 @@ def parse_args(argv=None):
                    help="model size and run settings (cpu: course_lib.training.cpu_preset; "
                         "the others: course_lib.training.PRESETS)")
     p.add_argument("--cpu-settings", default="auto", choices=("auto", *CPU_PRESETS),
-                   help="for --preset cpu: auto picks bf16 where the CPU has bfloat16 "
-                        "instructions, float32 elsewhere (default auto)")
+                   help="for --preset cpu: auto times a few updates in each precision on "
+                        "this CPU and picks bf16 where it pays, float32 elsewhere (default auto)")
     p.add_argument("--steps", type=int, help="number of optimiser steps (default: the preset's)")
     p.add_argument("--out", default=".", help=f"folder for {CHECKPOINT_NAME} (default: here)")
     p.add_argument("--resume", action="store_true", help=f"continue from OUT/{CHECKPOINT_NAME}")

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from course_lib import checkpoint as ckpt
 from course_lib.data import get_batch, split_inputs_targets
-from course_lib.device import cannot_compile, cpu_has_bf16
+from course_lib.device import cannot_compile
 from course_lib.model import ModelConfig
 from course_lib.muon import Muon, MuonWithAdamW, hidden_matrices
 
@@ -227,8 +227,11 @@ PRESETS["lesson06"] = PRESETS["cpu"]
 # lesson 08), 0.65 of a 4 x 128 step's CPU time; 300 such steps reached 1.425 and 1.424 on the
 # tuning split in float32 (seeds 0 and 1; the recipe's loss + 0.02 is 1.448 and 1.460), where
 # 270 steps of the 4 x 128 model had reached 1.428 and 1.433 in 1.5 times the CPU time.
-# "bf16" adds bf16 autocast, for CPUs with bfloat16 instructions (1.6x the tokens/s of float32
-# there; without them torch emulates bf16, slower than float32), and runs Muon's Newton-Schulz
+# "bf16" adds bf16 autocast, for CPUs where it pays (1.6x the tokens/s of float32 on an EPYC
+# with AVX512-BF16; without those instructions torch emulates bf16, slower than float32; with
+# AMX an Intel Xeon gained almost nothing), so cpu_preset("auto") times a few updates of both
+# on the learner's CPU (course_lib.precision) rather than going by its instructions. It runs
+# Muon's Newton-Schulz
 # iterations in bfloat16 too (18.6 against 27.6 ms of CPU a step on an EPYC with AVX512-BF16:
 # bench/train_step.py --newton-schulz): 300 such steps reached 1.428 and 1.425 on the tuning
 # split. docs/benchmarks.md has the runs.
@@ -246,15 +249,18 @@ CPU_PRESETS = {
 def cpu_preset(settings="auto"):
     """The command's "cpu" preset for this CPU: (name, ModelConfig, TrainConfig, why).
 
-    settings="auto" picks "bf16" where the CPU has bfloat16 instructions
-    (course_lib.device.cpu_has_bf16) and "float32" elsewhere; "bf16" or "float32" forces one.
+    settings="auto" times a few updates of the preset in each precision on this CPU and picks
+    "bf16" where its update takes at most 0.9 of float32's time, "float32" elsewhere
+    (course_lib.precision.choose_cpu_precision; COURSE_CPU_BF16=1 or 0 forces it); `why` gives
+    the figures. "bf16" or "float32" forces one by hand.
     """
     if settings not in ("auto", *CPU_PRESETS):
         raise ValueError(f"settings must be 'auto' or one of {tuple(CPU_PRESETS)}, got {settings!r}")
     if settings == "auto":
-        has = cpu_has_bf16()
-        settings = "bf16" if has else "float32"
-        why = f"this CPU {'has' if has else 'lacks'} bfloat16 instructions (AVX512-BF16)"
+        from course_lib.precision import choose_cpu_precision  # it imports this module
+        choice = choose_cpu_precision(_QUALITY_MODEL, CPU_PRESETS["float32"][1],
+                                      CPU_PRESETS["bf16"][1])
+        settings, why = choice.settings, choice.why
     else:
         why = "chosen by hand"
     return (settings, *CPU_PRESETS[settings], why)
@@ -418,6 +424,22 @@ def _compiled(model, device):
     return torch.compile(model)
 
 
+def update(model, opt, batch, cfg: TrainConfig, device, forward=None):
+    """One update of `train` on a (B, T + 1) batch on `device`: the forward pass in cfg's
+    precision (through `forward`, the model compiled or not), the loss, the backward pass,
+    clipping and the optimizer's step. Returns the loss, detached and not read back."""
+    inputs, targets = split_inputs_targets(batch)
+    with _autocast(device, cfg.autocast):
+        logits = (model if forward is None else forward)(inputs)
+    loss = next_token_loss(logits.float(), targets)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if cfg.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    opt.step()
+    return loss.detach()
+
+
 def train(model, train_ids, val_ids, cfg: TrainConfig, *, device=None, checkpoint_path=None,
           resume=False, progress=True, on_eval=None) -> History:
     """Train `model` on random windows of train_ids; return the History.
@@ -504,16 +526,7 @@ def train(model, train_ids, val_ids, cfg: TrainConfig, *, device=None, checkpoin
                 for group in opt.param_groups:
                     group["lr"] = lr * group.get("lr_ratio", 1.0)
                 batch = _batch_to(get_batch(train_ids, cfg.batch_size, cfg.block_size, gen), device)
-                inputs, targets = split_inputs_targets(batch)
-                with _autocast(device, cfg.autocast):
-                    logits = forward(inputs)
-                loss = next_token_loss(logits.float(), targets)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if cfg.grad_clip > 0:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-                opt.step()
-                loss = loss.detach()
+                loss = update(model, opt, batch, cfg, device, forward)
                 if world > 1:
                     dist.all_reduce(loss)
                     loss = loss / world

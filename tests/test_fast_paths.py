@@ -1,7 +1,7 @@
 """Every fast path equals its plain one: decoding token for token, and logit for logit (bit for bit
 for FastDecoder's step; within float32 rounding for generate's loop, which runs without oneDNN);
 training step for step in float32; the bf16 mode runs and learns; the cpu preset picks its
-settings by the CPU; the benches run; bad options are refused."""
+settings by timing both on this CPU; the benches run; bad options are refused."""
 import contextlib
 import json
 from dataclasses import replace
@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from course_lib.checkpoint import load_model
-from course_lib.device import cpu_has_bf16
 from course_lib.data import encode, train_val_split
 from course_lib import generation
 from course_lib.generation import FastDecoder, _without_onednn, generate
 from course_lib.kv_cache import KVCache
-from course_lib.training import TrainConfig, train
+from course_lib import training
+from course_lib.training import TrainConfig, cpu_preset, train
 
 from conftest import ROOT, random_ids, tiny_model
 
@@ -228,8 +228,11 @@ def test_the_time_to_quality_bench_runs_in_quick_mode(capsys):
     assert set(out["median"]) == {"recipe", "fast"}
     assert out["fast_against_the_recipe"]["time_ratio"] > 0
     assert out["recipe"]["autocast"] == "auto" and out["recipe_model"]["positions"] == "learned"
-    assert out["fast"]["autocast"] == ("bf16" if cpu_has_bf16() else "off")
-    assert out["cpu_preset"]["settings"] == ("bf16" if cpu_has_bf16() else "float32")
+    # the preset's precision is the one timed on this CPU (once a process), and the bench says why
+    settings, _, _, why = cpu_preset()
+    assert out["cpu_preset"]["settings"] == settings and out["cpu_preset"]["why"] == why
+    assert out["fast"]["autocast"] == ("bf16" if settings == "bf16" else "off")
+    assert " ms in bf16 and " in why or why.startswith("forced by COURSE_CPU_BF16=")
     assert isinstance(out["machine"]["cpu_flags"], list)  # the CPU's extensions beside its ratio
     assert out["fast_model"]["positions"] == "rope" and out["measured_on"] == "the validation part"
     assert len(out["machine"]["load_average_before"]) == 3 and out["data"]["slice_sha256"]
@@ -253,6 +256,9 @@ def test_the_lesson06_bench_scores_both_runs_samples(capsys):
     assert time_to_quality.main(["--quick", "--lesson06"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["before"]["autocast"] == "auto" and out["after"]["adamw"] == "foreach"
+    # the lesson's precision, timed on this CPU, and the reason beside it
+    assert out["after"]["autocast"] == ("bf16" if out["precision"]["settings"] == "bf16" else "off")
+    assert out["precision"]["why"]
     for name in ("before", "after"):
         (result,) = out["runs"][name]
         assert 0 <= result["sample_words_in_corpus"] <= 1 and "model" not in result
@@ -320,14 +326,19 @@ def test_the_lesson06_benchs_judge_scores_every_byte_after_the_prompt_once():
     assert time_to_quality.judged_loss(judge, short, 1) == pytest.approx(whole, rel=1e-5)
 
 
-@pytest.mark.parametrize("has_bf16, settings, autocast", [(True, "bf16", "bf16"),
-                                                          (False, "float32", "off")])
-def test_the_cpu_preset_picks_its_settings_by_the_cpu(monkeypatch, has_bf16, settings, autocast):
-    from course_lib import training
-    monkeypatch.setattr(training, "cpu_has_bf16", lambda: has_bf16)
-    name, model_cfg, cfg, why = training.cpu_preset()
+@pytest.mark.parametrize("timed, settings, autocast", [((100.0, 60.0), "bf16", "bf16"),
+                                                       ((100.0, 95.0), "float32", "off")])
+def test_the_cpu_preset_picks_its_settings_by_timing_both(monkeypatch, timed, settings, autocast):
+    from course_lib import precision, training
+    monkeypatch.delenv("COURSE_CPU_BF16", raising=False)
+    monkeypatch.setattr(precision, "update_ms", lambda model_config, configs: list(timed))
+    precision._measured.cache_clear()
+    try:
+        name, model_cfg, cfg, why = training.cpu_preset()
+    finally:
+        precision._measured.cache_clear()  # later tests time this CPU for real
     assert (name, cfg.autocast) == (settings, autocast)
-    assert ("has" if has_bf16 else "lacks") in why
+    assert f"{timed[1]:.1f} ms in bf16 and {timed[0]:.1f} ms in float32" in why
     assert model_cfg.positions == "rope" and cfg.block_size <= model_cfg.max_len
     forced = training.cpu_preset("float32")
     assert forced[0] == "float32" and forced[2].autocast == "off" and forced[3] == "chosen by hand"
@@ -353,8 +364,8 @@ def test_the_train_command_says_which_cpu_settings_it_picked(tmp_path, capsys):
     saved = load_checkpoint(tmp_path / "tinylm.pt")
     assert saved["train_config"]["autocast"] == "off" and saved["model_config"]["positions"] == "rope"
     assert main(args[:-1] + ["auto"]) == 0
-    expected = "bf16" if cpu_has_bf16() else "float32"
-    assert f"preset cpu ({expected} settings: this CPU" in capsys.readouterr().out
+    settings, _, _, why = training.cpu_preset()  # timed once a process: the command's choice
+    assert f"preset cpu ({settings} settings: {why})" in capsys.readouterr().out
 
 
 def test_the_nanogpt_shaped_reference_scores_the_last_position_with_tied_weights():

@@ -26,7 +26,8 @@ ONE_MACHINE_PROSE = [
     ("09_costs", "0.5 FLOP per byte, far to the left", "the balance point is measured"),
     ("09_costs", "both keep it below 100%", "runs on a busy machine measured 108%"),
     ("01_attention_by_hand", "such as the one these lessons were run on",
-     "the saved outputs of 06 and 09 come from a CPU without bfloat16 instructions"),
+     "the lessons are saved on whichever CPU re-runs them: without bfloat16 instructions "
+     "once, an EPYC with AVX512-BF16 now"),
     # issue 46: what a GPU run would make false
     ("00_start_here", "the lessons that train use it by themselves.",
      "lessons 04 and 09 train on the CPU whatever the machine has"),
@@ -60,6 +61,7 @@ def test_prose_no_longer_states_one_machines_measurement(copy, lesson, words, wh
 
 # (lesson, what a cell calls to choose its words): the sentence is printed from the cell's numbers
 CHOSEN_BY_THE_CELL = [
+    ("06_training", "choose_cpu_precision("), ("06_training", "speed_settings("),
     ("08_the_modern_block", "seed_verdict("), ("08_the_modern_block", "gap_closed("),
     ("08_the_modern_block", "share("), ("09_costs", "bf16_arithmetic(cpu_has_bf16())"),
     ("09_costs", "roofline_side("), ("09_costs", "mfu_reading("), ("09_costs", "peak_reading("),

@@ -203,14 +203,7 @@ def test_the_markdown_shows_every_choice_and_never_the_answer(qid):
         assert "Answer with a number" in text or "Answer with the exact number" in text
 
 
-# Prompts changed here for issue 46 that the lesson's owner copies into the notebook when
-# re-saving it (notebooks 06 and 07 are developer E's); until then their cells show the old one.
-PROMPT_AWAITING_ITS_NOTEBOOK = {"06-warmup", "07-speedup"}
-
-
-@pytest.mark.parametrize("qid", [
-    pytest.param(qid, marks=pytest.mark.xfail(reason="the lesson's owner copies the new prompt"))
-    if qid in PROMPT_AWAITING_ITS_NOTEBOOK else qid for qid in IDS])
+@pytest.mark.parametrize("qid", IDS)
 def test_the_lesson_shows_the_prompt_the_grader_judges(qid):
     """The question's markdown cell in the solved lesson and in the working copy is the
     question's own markdown: the learner reads the question whose answers are judged."""
