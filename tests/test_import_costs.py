@@ -61,7 +61,8 @@ def test_the_lesson_start_bench_refuses_bad_arguments(args, message):
 
 def test_the_grader_imports_neither_torch_nor_the_checkers():
     # the grader reads the hints and questions from the checks modules' source
-    # (course_lib.checks.tables); its checkers run only in the replay worker and the sandbox
+    # (course_lib.checks.tables); torch and a lesson's checkers are imported when a notebook is
+    # checked, so the command's help, collect, export and merge start without them
     loaded = _modules_after("import course_lib.grading.cli")
     assert not [m for m in loaded if m in ("torch", "course_lib.checks.core")
                 or m.startswith("course_lib.checks.lesson")]

@@ -32,7 +32,7 @@ TERM = ["cases", "points_before_penalty", "submitted", "lateness", "penalty", "a
 # `hints`, `solution` (last): the help an exercise's notebook asked for (course_lib.grading.help_taken);
 # empty on a question's row (its `exercise` is the question id, "00-bytes") and where none was read.
 GRADEBOOK = ["learner", "lesson", "exercise", "points", "max_points", "status", "feedback", "sha256",
-             "sandbox", "cpu_seconds", *TERM, "seed", "hints", "solution", "stopped"]
+             "sandbox", "cpu_seconds", *TERM, "stopped", "seed", "hints", "solution"]
 
 
 def ordered(rows):

@@ -35,8 +35,6 @@ from course_lib.grading.help_taken import help_taken
 from course_lib.grading.lessons import LESSONS, _lesson_index, lesson_exercises
 from course_lib.grading.plugin import _read_records
 from course_lib.grading.questions import grade_questions, questions_not_graded
-from course_lib.grading.kernel import NO_SERVER
-from course_lib.grading.remote import Served, Unserved, server_pipes
 from course_lib.grading.sandbox import (CELL_TIMEOUT, MEMORY_GIB, NOTEBOOK_TIMEOUT, SANDBOXED, STARTUP_TIMEOUT,
                                         UNSANDBOXED, bwrap_command, give_to, learner_uid, own_env, process_limit,
                                         sandbox_env, sandbox_uid, unavailable)
@@ -169,6 +167,7 @@ def _run_copy(folder, lesson_name, notebook_timeout, startup_timeout=STARTUP_TIM
     `serve(served, why)` is called as in `session.ForkedSandbox.run`: here the grader itself
     says whether the notebook's server is the only process of it left (`LAUNCH`).
     """
+    from course_lib.grading.remote import Served, server_pipes   # torch: imported when a notebook runs
     private = Path(tempfile.mkdtemp(prefix="grading-"))    # the grader's alone: pytest's output
     records = Path(tempfile.mkdtemp(prefix="grading-records-"))  # where the plugin writes
     record, key = records / f"{secrets.token_hex(8)}.jsonl", secrets.token_hex(32)
@@ -311,6 +310,8 @@ def checking(found, pass_lines, base_seed, used):
     (a remote.Served), by the grader's own checker with inputs from `base_seed`; returns
     {exercise: remote.Outcome}, or {} with why there was no server. `used` gets the CPU
     seconds the checks took in this process."""
+    from course_lib.grading.remote import Unserved
+
     def serve(served, why):
         if served is None:
             return {"unserved": why}
@@ -435,6 +436,7 @@ def grade(path, lesson=None, *, lessons=LESSONS, cell_timeout=CELL_TIMEOUT,
             results = [Result(e.name, "not run", reason, 0, e.points) for e in found]
         else:
             unserved = outcomes.pop("unserved", None)
+            from course_lib.grading.kernel import NO_SERVER
             if unserved == NO_SERVER and "this kernel runs without seccomp" in run.output:
                 unserved = ("this machine refused the seccomp filter that marks the grader's server, so no "
                             "process of the notebook could be trusted to answer the grader's calls")

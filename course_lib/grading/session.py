@@ -27,7 +27,6 @@ from pathlib import Path
 from course_lib.exercises import ROOT
 from course_lib.grading.graded_copy import (COPIED, NOT_COPIED, _add_bytecode,
                                             _copy_font_cache)
-from course_lib.grading.remote import server_pipes
 from course_lib.grading.plugin import _read_records
 from course_lib.grading.sandbox import (DISK_QUOTA, bwrap_command, mount_quota, printable, sandbox_env,
                                         unavailable, unmount)
@@ -106,6 +105,7 @@ class ForkedSandbox:
                                 capabilities=CAPABILITIES)
         keys_read, self.keys = os.pipe()
         self.status, status_write = os.pipe()
+        from course_lib.grading.remote import server_pipes   # wire imports torch: the grader's start stays light
         theirs, self.server = server_pipes()
         self.log = open(self.folder / "zygote.log", "wb")
         # the runners' keys, the zygote's reports and the servers' pipes (bwrap passes them on)
