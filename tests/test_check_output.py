@@ -113,7 +113,9 @@ def test_a_passing_check_shows_its_pass_line_then_the_warnings_once(ran):
     err = "".join(o["text"] for o in outputs if o.get("name") == "stderr")
     assert re.fullmatch(r"softmax: \d+ checks passed\n", out), out
     assert err.count("RuntimeWarning: a warning from the learner's own code") == 1, err
-    assert [o.get("name") for o in outputs] == ["stdout", "stderr"], outputs
+    # a busy kernel may send one print as two stream messages; JupyterLab shows them as one
+    names = [o.get("name") for o in outputs]
+    assert [n for i, n in enumerate(names) if i == 0 or n != names[i - 1]] == ["stdout", "stderr"], outputs
 
 
 def test_a_refused_request_shows_its_message_only(ran):
