@@ -764,7 +764,7 @@ def test_where_a_notebook_stopped_is_said_beside_its_grade_on_the_page_and_in_th
     assert r["stopped"].startswith("cell ") and r["stopped"].endswith(said), r["stopped"]
     page = (graded_class["out"] / "feedback" / "stops" / f"{LESSON[:-6]}.html").read_text()
     text = re.sub(r"<[^>]+>", "", page)
-    assert "Your notebook's run stopped:" in text and said in html.unescape(text) and "\x1b" not in page
+    assert "Your notebook's run: cell " in text and said in html.unescape(text) and "\x1b" not in page
     html_ = report.render(graded_class["rows"])
     table = html_[html_.index("Notebooks that stopped"):html_.index("Go over these")]
     assert "<td>stops</td>" in table and said in html.unescape(table)

@@ -57,8 +57,8 @@ def feedback_html(graded, learner=""):
     if graded.problem:
         head.append("This notebook was not graded; the reason is below.")
     elif getattr(graded, "stopped", ""):
-        head.append(f"**Your notebook's run stopped:** {_markdown_text(graded.stopped)}. Each exercise "
-                    f"it had defined by then was still checked, as the table says.")
+        head.append(f"**Your notebook's run:** {_markdown_text(graded.stopped)}. Each exercise was "
+                    f"checked with the functions that run had defined, as the table says.")
     cells = [nbformat.v4.new_markdown_cell("\n\n".join(head))]
     if graded.problem and not graded.results:
         cells.append(_result_cell("grading", graded.problem))

@@ -220,8 +220,8 @@ handed in with every exercise still the stub.</p>
 {% endfor %}</table>
 
 {% if stopped %}<h2>Notebooks that stopped</h2>
-<p class="small">Their run stopped before its end; the exercises each had defined by then were still
-checked, and its rows hold those grades.</p>
+<p class="small">A cell raised an error, or the run was stopped (a time limit, a kernel that died); each
+exercise was checked with the functions that run had defined, and the rows hold those grades.</p>
 <table><tr><th>learner</th><th>lesson</th><th>where and why</th></tr>
 {% for s in stopped %}<tr><td>{{ s.learner }}</td><td>{{ s.lesson }}</td><td><code>{{ s.where }}</code></td></tr>
 {% endfor %}</table>{% endif %}
