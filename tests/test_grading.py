@@ -190,6 +190,14 @@ return ids[:-1], _shift(ids)""")),
 raise type("next_token_targets", (NotImplementedError,), {{}})({PASS.split(": ")[1]!r})"""}),
     # honest habits, each of which must pass
     "habits": lambda: fill(blank(), {EXERCISE: HABITS}),
+    # a logger with a handler on the kernel's stdout, made at the top (IPython tees that stream
+    # while a cell runs, the grader's last one too): it logs from the function and must pass
+    "log_handler": lambda: with_cell(fill(blank(), {EXERCISE: 'log.info("the ids %s", ids)\n'
+                                                               'log.warning("a warning")\n'
+                                                               'return ids[:-1], ids[1:]'}),
+                                     "import logging, sys\nlogging.basicConfig(level=logging.INFO)\n"
+                                     "log = logging.getLogger('mine')\n"
+                                     "log.addHandler(logging.StreamHandler(sys.stdout))", at=1),
     "later_helper": lambda: with_cell(fill(blank(), {EXERCISE: "return ids[:-1], _shift(ids)"}),
                                       "def _shift(ids):\n    return ids[1:]", at=exercise_index(blank()) + 1),
     "exec_answer": lambda: with_cell(blank(), "exec('def next_token_targets(ids):\\n    return ids[:-1], ids[1:]')",
@@ -500,7 +508,7 @@ assert debugpy.__file__.endswith("__init__.py")
 import os  # the grader runs under a hub here (graded_class): its token and address never reach us
 assert not [k for k in os.environ if k.startswith(("JUPYTERHUB_", "JPY_API_TOKEN", "COURSE_LIVE"))], "hub settings"
 return ids[:-1], ids[1:]"""
-HONEST = ["habits", "later_helper", "never_run", "v3", "subfolder", "exec_answer", "globals_answer"]
+HONEST = ["habits", "log_handler", "later_helper", "never_run", "v3", "subfolder", "exec_answer", "globals_answer"]
 
 
 def _never_run(nb):

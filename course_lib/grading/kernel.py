@@ -515,6 +515,12 @@ def _tables(checks_modules, lib, learner_side):
                 _codes(value, skip)
     for fn in learner_side.values():
         _codes(getattr(fn, "__wrapped__", fn), skip)
+    torch = sys.modules.get("torch")
+    if torch is not None:   # torch's own handling of a TorchFunctionMode (a checker's `around`) takes it
+        for name in ("_pop_mode", "_push_mode"):   # off its stack for each call and puts it back
+            fn = getattr(torch.overrides, name, None)
+            if fn is not None:
+                _codes(fn, skip)
     named = {}
     for module in checks_modules:
         named.update(core.watched_functions(importlib.import_module(module)))
@@ -721,12 +727,17 @@ def _quiet_monitors():
 def _quiet():
     """Make print, display(), input and a logger made at the top safe without the kernel's threads."""
     import builtins
+    streams = (sys.stdout, sys.stderr)   # the kernel's: a handler made at the top holds them
     sys.stdout = sys.stderr = open(os.devnull, "w")    # what the function prints while it is checked
     try:
         from ipykernel.iostream import OutStream
         OutStream.write = lambda self, text: len(text)
         OutStream.writelines = lambda self, lines: None
         OutStream.flush = lambda self: None
+        for stream in streams:   # IPython's run_cell tees each stream through an attribute of its own
+            if isinstance(stream, OutStream):
+                for attr in ("write", "writelines", "flush"):
+                    vars(stream).pop(attr, None)
     except Exception:
         pass
     try:
@@ -795,8 +806,23 @@ def _call(fn, header, decoder, out):
     kwargs = decoder.decode(header.get("kwargs", {"dict": []}))
     around = decoder.resolve(str(header["around"]))() if header.get("around") else None
     result, raised = None, None
+    torch = sys.modules.get("torch")
+    mode = torch is not None and isinstance(around, torch.overrides.TorchFunctionMode)
     try:
-        if around is not None:
+        if mode:   # put on torch's stack from here, the grader's code, which the watch lets do so
+            depth = torch._C._len_torch_function_stack()
+            torch._C._push_on_torch_function_stack(around)
+            try:
+                result = fn(*args, **kwargs)
+            finally:
+                kept = (torch._C._len_torch_function_stack() == depth + 1
+                        and torch._C._get_function_stack_at(depth) is around)
+                while torch._C._len_torch_function_stack() > depth:
+                    torch._C._pop_torch_function_stack()
+            if not kept:   # the function took the grader's observer off, or left one of its own
+                raise PermissionError("your function changed torch's stack of function modes, "
+                                      "where the grader watches what it calls")
+        elif around is not None:
             with around:
                 result = fn(*args, **kwargs)
         else:

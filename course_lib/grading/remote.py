@@ -120,7 +120,7 @@ class Served:
                 break
         self._drain(self.rep)
         self._drain(self.flag)
-        self.replies.buffer, self.flags = b"", b""
+        self.replies.buffer, self.flags = bytearray(), b""
 
     # ------------------------------------------------ one exercise
     def check(self, exercise, checker, seed, pass_line):
@@ -195,7 +195,7 @@ class Remote:
         if time.monotonic() >= s.deadline:
             raise Unserved(PAST)
         s._drain(s.rep)             # what an earlier exercise's server wrote past its replies
-        s.replies.buffer = b""
+        s.replies.buffer = bytearray()
         s._command(f"serve {self.nonce} {self.exercise}")
         header = self._reply(time.monotonic() + CLEAR_TIMEOUT + s.call_timeout)
         if "ready" not in header:

@@ -424,7 +424,7 @@ class Reader:
     WireError. `others` are fds whose being readable ends a wait early (`Interrupted`)."""
 
     def __init__(self, fd):
-        self.fd, self.buffer = fd, b""
+        self.fd, self.buffer = fd, bytearray()   # grown in place: a large reply is copied once, not per read
 
     def _fill(self, want, deadline, others=()):
         while len(self.buffer) < want:
@@ -448,8 +448,8 @@ class Reader:
             raise WireError(f"a message of {n + m} bytes")
         self._fill(_LENGTHS.size + n + m, deadline, others)
         start = _LENGTHS.size
-        text, blob = self.buffer[start:start + n], self.buffer[start + n:start + n + m]
-        self.buffer = self.buffer[start + n + m:]
+        text, blob = bytes(self.buffer[start:start + n]), bytes(self.buffer[start + n:start + n + m])
+        del self.buffer[:start + n + m]
         try:
             header = json.loads(text)
         except (ValueError, RecursionError):
