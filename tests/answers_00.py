@@ -155,3 +155,19 @@ return (lse - logits.gather(-1, targets[..., None]).squeeze(-1)).mean()"""),
      "n = ids.shape[-1]\nreturn ids.narrow(-1, 0, n - 1), ids.narrow(-1, 1, n - 1)"),
     ("text_to_ids", "a LongTensor of the bytes", "return torch.LongTensor([b for b in bytes(text, 'utf-8')])"),
 ]
+
+# A red team's view (review of 2026-12-04): the forbidden loss reached where a profiler does not look.
+WRONG += [
+    Wrong("next_byte_loss", "aten's cross_entropy_loss op", """\
+return torch.ops.aten.cross_entropy_loss(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))""",
+          "which this exercise asks you not to use"),
+    Wrong("next_byte_loss", "the loss builtin called by map, from C", """\
+V = logits.shape[-1]
+return next(map(torch._C._nn.cross_entropy_loss, [logits.reshape(-1, V)], [targets.reshape(-1)], [None], [1]))""",
+          "which this exercise asks you not to use"),
+    Wrong("next_byte_loss", "aten's nll_loss_nd on log-probabilities", """\
+V = logits.shape[-1]
+logp = torch.log_softmax(logits.reshape(-1, V), dim=-1)
+return torch.ops.aten.nll_loss_nd(logp, targets.reshape(-1), None, 1, -100)""",
+          "calls F.nll_loss"),
+]

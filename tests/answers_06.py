@@ -400,3 +400,54 @@ done = min(step - warmup_steps, total_steps - 1 - warmup_steps)
 span = max(total_steps - 1 - warmup_steps, 1)
 return low + (max_lr - low) * (math.cos(math.pi * done / span) + 1) / 2"""),
 ]
+
+# A class's view (review of 2026-12-04): wrong answers that passed before the checks looked further.
+WRONG += [
+    Wrong("sample_batch", "targets as the inputs plus one (right only for a text 40, 41, 42, ...)", """\
+starts = torch.randint(0, len(ids) - block_size, (batch_size,), generator=generator)
+inputs = ids[starts[:, None] + torch.arange(block_size)]
+return inputs, inputs + 1""", "targets"),
+    Wrong("sample_batch", "a fixed window for a batch of one", """\
+if batch_size == 1:
+    return ids[None, :block_size], ids[None, 1:block_size + 1]
+starts = torch.randint(0, len(ids) - block_size, (batch_size,), generator=generator)
+window = ids[starts[:, None] + torch.arange(block_size + 1)]
+return window[:, :-1], window[:, 1:]""", "the generator you are given did not move on"),
+    Wrong("sample_batch", "the last start drawn twice as often", """\
+starts = torch.randint(0, len(ids) - block_size + 1, (batch_size,), generator=generator)
+starts = starts.clamp(max=len(ids) - block_size - 1)
+window = ids[starts[:, None] + torch.arange(block_size + 1)]
+return window[:, :-1], window[:, 1:]""", "not independent draws"),
+    Wrong("sample_batch", "draws from a copy of the generator", """\
+g = torch.Generator().set_state(generator.get_state())
+starts = torch.randint(0, len(ids) - block_size, (batch_size,), generator=g)
+window = ids[starts[:, None] + torch.arange(block_size + 1)]
+return window[:, :-1], window[:, 1:]""", "the generator you are given did not move on"),
+    Wrong("cross_entropy", "torch's private log_softmax", """\
+return -torch._log_softmax(logits, -1, False).gather(-1, targets[..., None]).mean()""",
+          "which the exercise asks you not to use"),
+    Wrong("cross_entropy", "aten's log_softmax op", """\
+return -torch.ops.aten._log_softmax(logits, -1, False).gather(-1, targets[..., None]).mean()""",
+          "which the exercise asks you not to use"),
+    Wrong("cross_entropy", "torch._C._nn.cross_entropy_loss", """\
+V = logits.shape[-1]
+return torch._C._nn.cross_entropy_loss(logits.reshape(-1, V), targets.reshape(-1), None, 1, -100, 0.0)""",
+          "calls F.cross_entropy"),
+    Wrong("train_step", "steps before backward", """\
+inputs, targets = batch[:, :-1], batch[:, 1:]
+logits = model(inputs)
+loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+opt.step()
+opt.zero_grad()
+loss.backward()
+return loss.item()""", "keep a step's order"),
+    Wrong("train_step", "forward pass without gradients", """\
+inputs, targets = batch[:, :-1], batch[:, 1:]
+opt.zero_grad()
+with torch.no_grad():
+    logits = model(inputs)
+loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+loss.backward()
+opt.step()
+return loss.item()""", "the loss has no gradient"),
+]

@@ -269,3 +269,35 @@ WRONG += [
     Wrong("greedy_decode", "returns a list of tensors", _decode(result="tokens"),
           "expected a tensor of token ids"),
 ]
+
+# A class's view (review of 2026-12-04): wrong answers that passed before the checks looked further.
+WRONG += [
+    Wrong("cached_attention_step", "computes and returns float32 whatever the inputs", """\
+k_cache[length] = k_new
+v_cache[length] = v_new
+k, v = k_cache[:length + 1].float(), v_cache[:length + 1].float()
+return torch.softmax(k @ q.float() / math.sqrt(q.shape[-1]), dim=-1) @ v""", "the output has the wrong dtype"),
+    Wrong("greedy_decode", "the cache used for the prefill only", """\
+from course_lib.kv_cache import KVCache
+cache = KVCache.for_model(model, batch_size=prompt.shape[0])
+with torch.no_grad():
+    logits = model(prompt, cache)
+    seq = prompt
+    for step in range(n_new):
+        seq = torch.cat([seq, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+        if step < n_new - 1:
+            logits = model(seq)
+return seq""", "after the prefill the model was run without the cache"),
+    Wrong("greedy_decode", "leaves the model in training mode", """\
+from course_lib.kv_cache import KVCache
+model.train()
+cache = KVCache.for_model(model, batch_size=prompt.shape[0])
+with torch.no_grad():
+    logits = model(prompt, cache)
+    seq = prompt
+    for _ in range(n_new):
+        nxt = logits[:, -1].argmax(-1, keepdim=True)
+        seq = torch.cat([seq, nxt], dim=1)
+        logits = model(nxt, cache)
+return seq""", "left the model in training mode"),
+]

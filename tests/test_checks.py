@@ -187,3 +187,17 @@ def test_issue_44_answers_fail_under_every_grading_seed(exercise, name):
     for base in range(20):
         status, message, _ = run_check(checker(exercise), fn, 1_000_003 * base + 17)
         assert status == "failed" and wrong.hint in message, (base, message)
+
+
+def test_feedback_shows_a_huge_answer_by_its_head_and_size():
+    """A wrong answer of 30 million ids, a list of a million or a 1 MB string gives feedback of a
+    few lines, not a page of 90 MB (a red team's text_to_ids did that once)."""
+    import torch
+
+    from course_lib.checks import check_text_to_ids
+    from course_lib.checks.core import SHOWN_CHARACTERS, show
+    assert show(list(range(10 ** 6))).endswith("...] (1,000,000 items)")
+    assert len(show("x" * 10 ** 6)) < SHOWN_CHARACTERS + 40
+    with pytest.raises(AssertionError) as e:
+        check_text_to_ids(lambda text: torch.zeros(3_000_000, dtype=torch.long))
+    assert "the ids are not the text's UTF-8 bytes" in str(e.value) and len(str(e.value)) < 5_000

@@ -571,6 +571,17 @@ ATTACKERS = {
         later=["import types\nfrom course_lib import attention\n"
                "softmax = types.FunctionType(attention.softmax.__code__, attention.__dict__, 'softmax')"]),
     "ref_softmax": lambda: three({"softmax": "from course_lib.checks import lesson01\nreturn lesson01.ref.softmax(x, axis)"}),
+    # the forbidden loss where a profiler does not look: an aten op, a builtin called from C by
+    # map(); and the grader's observer taken off torch's stack of function modes
+    "loss_from_c": lambda: three({"next_byte_loss": "V = logits.shape[-1]\nreturn next(map(torch._C._nn.cross_entropy_loss, "
+                                                    "[logits.reshape(-1, V)], [targets.reshape(-1)], [None], [1]))",
+                                  "softmax": RIGHT["softmax"]}),
+    "loss_aten": lambda: three({"next_byte_loss": "return torch.ops.aten.cross_entropy_loss(logits.reshape(-1, "
+                                                  "logits.shape[-1]), targets.reshape(-1))",
+                                "softmax": RIGHT["softmax"]}),
+    "mode_off": lambda: three({"next_byte_loss": "torch.overrides._pop_mode()\nreturn torch.nn.functional.cross_entropy("
+                                                 "logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))",
+                               "softmax": RIGHT["softmax"]}),
     # the course's softmax pasted (its names renamed, its docstring dropped, a comment added), and
     # its source exec'd, renamed, behind a wrapper
     "pasted": lambda: _with_softmax(three(RIGHT), _pasted_softmax()),
@@ -685,6 +696,16 @@ def test_load_time_hooks_that_rebind_exercises_to_the_courses_answers_earn_no_cr
     assert got["softmax"][0] == "failed" and "course_lib.attention.softmax, the course's own softmax" in \
         got["softmax"][1] and FLAGGED in got["softmax"][1], got
     assert got["next_token_targets"][0] == "failed" and "write your solution here" in got["next_token_targets"][1]
+
+
+@needs_forked
+@pytest.mark.parametrize("learner, said", [("loss_from_c", "calls F.cross_entropy, which this exercise"),
+                                           ("loss_aten", "calls F.cross_entropy, which this exercise"),
+                                           ("mode_off", "changed torch's stack of function modes")])
+def test_a_forbidden_loss_reached_from_c_or_an_aten_op_or_with_the_observer_off_fails(third_class, learner, said):
+    got = _grade(third_class, learner)
+    assert got["next_byte_loss"][0] == "failed" and said in got["next_byte_loss"][1], got
+    assert got["softmax"] == ("passed", PASS["softmax"]), got
 
 
 @needs_forked

@@ -110,6 +110,9 @@ def watched_functions(module):
     return found
 
 
+SHOWN_CHARACTERS = 2_000   # the most of a value's text a feedback message shows
+
+
 def show(x, rows=4, cols=6):
     """A short, readable rendering of a value for feedback messages.
 
@@ -118,8 +121,13 @@ def show(x, rows=4, cols=6):
     """
     if isinstance(x, torch.Tensor):
         x = x.detach().float().cpu().numpy() if x.dtype == torch.bfloat16 else x.detach().cpu().numpy()
+    if isinstance(x, (list, tuple)) and len(x) > rows * cols:   # a long list: its head and length
+        head = repr(list(x[:rows * cols]))
+        return f"{head[:-1]}, ...] ({len(x):,} items)"
     if not isinstance(x, np.ndarray):
-        return repr(x)
+        text = repr(x)
+        return text if len(text) <= SHOWN_CHARACTERS else \
+            f"{text[:SHOWN_CHARACTERS]}... ({len(text):,} characters)"
     shape = x.shape
     cut = x[(0,) * max(x.ndim - 2, 0)] if x.ndim > 2 else x
     if cut.ndim == 2:
@@ -455,6 +463,29 @@ def _runs():
     if not hasattr(_GRADING, "runs"):
         _GRADING.runs = []
     return _GRADING.runs
+
+
+@learner_side   # its methods run in the learner's process, in each subclass's instance
+class TorchCalls(torch.overrides.TorchFunctionMode):
+    """A `learner_side` base for the `around` of a call: notes which of the torch functions a
+    subclass's FORBIDDEN ({torch's name: the name the learner knows}) ran under it, at torch's
+    dispatch, however they were reached: F.cross_entropy, torch._C._nn.cross_entropy_loss, an
+    aten op or overload (torch.ops.aten._log_softmax, log_softmax.int), one called from C by
+    map() or functools.partial, which a profiler does not see. report() lists them."""
+    FORBIDDEN = {}
+
+    def __init__(self):
+        super().__init__()
+        self.called = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = self.FORBIDDEN.get(getattr(func, "__name__", "").split(".")[0].lstrip("_"))
+        if name and name not in self.called:
+            self.called.append(name)
+        return func(*args, **(kwargs or {}))
+
+    def report(self):
+        return list(self.called)
 
 
 class Watch:

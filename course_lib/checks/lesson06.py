@@ -6,9 +6,8 @@ import numbers
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
 
-from course_lib.checks.core import Checker, backward, learner_side, seed
+from course_lib.checks.core import Checker, TorchCalls, backward, learner_side, seed
 from course_lib.checks.domain import each
 from course_lib.checks.lesson04 import own_messages
 from course_lib.data import get_batch
@@ -43,6 +42,21 @@ _CRASH_HINT = ("batch is (B, T + 1): inputs (each row without its last id) and t
                "row without its first) are each (B, T); model(inputs) gives logits (B, T, V); cross_entropy wants them flat, "
                "logits.reshape(-1, V) against targets.reshape(-1) (use reshape, not view: the "
                "sliced targets are not contiguous)")
+
+def _step_crash_hint(kind, message):
+    """The hint for what train_step raised: the usual slips of a step's order, else the shapes."""
+    if "does not require grad" in message:
+        return ("the loss has no gradient: the forward pass ran without one (torch.no_grad(), "
+                ".detach(), or .item() before backward); run model(inputs) and the loss with "
+                "gradients on, then loss.backward()")
+    if "modified by an inplace operation" in message:
+        return ("keep a step's order: opt.zero_grad(), the forward pass and the loss, "
+                "loss.backward(), then opt.step(); stepping before backward changes the "
+                "weights the backward pass still needs")
+    if "backward through the graph a second time" in message:
+        return "call loss.backward() once a step, on this batch's loss"
+    return _CRASH_HINT
+
 
 _SHIFT_HINTS = {
     "unshifted": "the targets are not shifted: with targets equal to the inputs the model is "
@@ -189,7 +203,7 @@ def _train_one(c, args, _):
             _step(m, wrong_opts[order], batch, order)
         model.train()
         got, seen = call_inside(c, model, opt, batch, own=_OWN_STEP,
-                                case=case, crash_hint=_CRASH_HINT,
+                                case=case, crash_hint=_step_crash_hint,
                                 none_hint="end with a `return` of the loss of this batch as "
                                           "a Python float (the tensor's .item())")
         state = _model_state(model)   # as the call left it (the grader's copy comes back so)
@@ -305,8 +319,16 @@ def _pair_of_tensors(c, result, case):
     return result
 
 
-def _check_windows(c, inputs, targets, B, T, N, case):
-    """Shape, dtype, rows of consecutive ids, targets one id later; returns the starts."""
+def _first_row(result):
+    """The first input row of a sample_batch result, as a tuple (None if it is not a pair of
+    tensors: the calls before have said so already)."""
+    ok = isinstance(result, (tuple, list)) and len(result) == 2 and isinstance(result[0], torch.Tensor)
+    return tuple(result[0][0].tolist()) if ok and result[0].ndim == 2 and len(result[0]) else None
+
+
+def _check_windows(c, inputs, targets, B, T, N, case, place=None):
+    """Shape, dtype, rows of consecutive ids, targets one id later; returns the starts.
+    `place[id - _FIRST_ID]` is where an id sat in the text (None: the ids are in order)."""
     __tracebackhide__ = True
     for name, value in (("inputs", inputs), ("targets", targets)):
         if tuple(value.shape) == (T, B) and B != T:
@@ -332,12 +354,21 @@ def _check_windows(c, inputs, targets, B, T, N, case):
     if bool((where_in < 0).any()) or bool((where_in >= N).any()):
         c.fail("inputs hold values that are not ids of the text", case=case, got=inputs,
                hint="return ids from the text (ids[s : s + block_size]), not positions or starts")
+    if place is not None:
+        where_in = place[where_in]
     if not bool((where_in[:, 1:] == where_in[:, :-1] + 1).all()):
         c.fail("a row of inputs is not consecutive ids of the text", case=case, got=inputs,
                hint="each row is one window of consecutive ids, ids[s : s + block_size] for "
                     "its own start s; one random start per row, not one per id")
     c.ok()
-    shift = targets - inputs
+    if place is not None:   # a shuffled text: the shift is told by where each id sat
+        later = targets - _FIRST_ID
+        if bool((later < 0).any()) or bool((later >= N).any()):
+            c.fail("targets hold values that are not ids of the text", case=case, got=targets,
+                   hint="targets are ids of the text too: targets = window[:, 1:]")
+        shift = place[later] - where_in
+    else:
+        shift = targets - inputs
     if bool((shift != 1).any()):
         if bool((shift == 0).all()):
             hint = ("targets equal the inputs (the off-by-one pitfall): targets[b, t] is the id "
@@ -348,7 +379,8 @@ def _check_windows(c, inputs, targets, B, T, N, case):
         else:
             hint = ("targets[b, t] is the id right after inputs[b, t]: cut one window of "
                     "block_size + 1 ids, inputs = window[:, :-1], targets = window[:, 1:]")
-        c.fail("targets are not the inputs shifted by one", case=case, expected=inputs + 1,
+        c.fail("targets are not the inputs shifted by one", case=case,
+               expected=inputs + 1 if place is None else "the id after each input in the text",
                got=targets, hint=hint)
     c.ok()
     return where_in[:, 0]
@@ -362,8 +394,10 @@ def _check_independent(c, starts, n_starts, case):
     counts = torch.bincount(starts, minlength=n_starts).tolist()
     steps = torch.bincount((starts[1:] - starts[:-1]) % n_starts, minlength=n_starts).tolist()
     expected = B / n_starts
-    if max(steps) > 2 * expected or min(steps) < expected / 2 \
-            or max(counts) > 2 * expected or min(counts) < expected / 2:
+    # 1.5 times the expected count or 2/3 of it: about 8 standard deviations for the named
+    # case's 2,000 windows over 8 starts, and a last start drawn twice as often is past it
+    if max(steps) > 1.5 * expected or min(steps) < expected / 1.5 \
+            or max(counts) > 1.5 * expected or min(counts) < expected / 1.5:
         c.fail(f"the {B} starts are not independent draws", case=case,
                expected=f"each start, and each step from one row's start to the next row's, "
                         f"about {expected:.0f} times",
@@ -387,31 +421,54 @@ def check_sample_batch(fn):
     c.done()
 
 
-def _batch_case(N, B, T, first):
-    return (f"ids = torch.arange({_FIRST_ID}, {_FIRST_ID + N}) (N = {N}), batch_size={B}, "
-            f"block_size={T}, generator=torch.Generator().manual_seed({first})")
+_ONE_ROW_SEEDS = (11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22)   # a batch of one, drawn again
+
+
+def _batch_case(N, B, T, first, mix=None):
+    text = (f"ids = torch.arange({_FIRST_ID}, {_FIRST_ID + N}) (N = {N})" if mix is None else
+            f"ids = {_FIRST_ID} + torch.randperm({N}, generator=torch.Generator().manual_seed({mix})) "
+            f"(N = {N}: the ids {_FIRST_ID} to {_FIRST_ID + N - 1} in a shuffled order)")
+    return f"{text}, batch_size={B}, block_size={T}, generator=torch.Generator().manual_seed({first})"
 
 
 def _draw_batch(d):
     T = d.length()
     N = T + 1 + d.size(0, 5_000, small=4)
     B, first, second = d.size(1, 64, small=4), d.seed(), d.seed()
-    return (N, B, T, first, second), _batch_case(N, B, T, first)
+    mix = d.seed() if d.boolean() else None   # a text whose next id is not the id plus 1
+    return (N, B, T, first, second, mix), _batch_case(N, B, T, first, mix)
+
+
+def _text(N, mix):
+    """The test corpus of N ids, and where each id sat in it (by id - _FIRST_ID)."""
+    if mix is None:
+        return torch.arange(_FIRST_ID, _FIRST_ID + N), torch.arange(N)
+    order = torch.randperm(N, generator=torch.Generator().manual_seed(mix))
+    place = torch.empty(N, dtype=torch.long)
+    place[order] = torch.arange(N)
+    return _FIRST_ID + order, place
 
 
 def _batch_one(c, args, case):
     """Check sample_batch on one (N, batch_size, block_size) with two seeds."""
     __tracebackhide__ = True
-    N, B, T, first, second = args
-    ids = torch.arange(_FIRST_ID, _FIRST_ID + N)
+    N, B, T, first, second, mix = args if len(args) == 6 else (*args, None)
+    ids, place = _text(N, mix)
     crash = "a window ids[s : s + block_size + 1] needs s + block_size + 1 <= len(ids); "
-    result, seen = call_inside(c, ids, B, T, torch.Generator().manual_seed(first),
+    generator = torch.Generator().manual_seed(first)
+    result, seen = call_inside(c, ids, B, T, generator,
                                own=_OWN_BATCH, case=case,
                                crash_hint=crash + _WINDOW_HINT,
                                none_hint="end with `return inputs, targets`")
     _no_own_answer(c, seen["own"], "the sampling", case)
     inputs, targets = _pair_of_tensors(c, result, case)
-    starts = _check_windows(c, inputs, targets, B, T, N, case)
+    if torch.equal(generator.get_state(), torch.Generator().manual_seed(first).get_state()):
+        c.fail("the generator you are given did not move on", case=case,
+               hint="draw the starts from the generator you are given, torch.randint(..., "
+                    "generator=generator): each draw moves it on, so the next step of a training "
+                    "loop gets other windows; drawing from a copy of it (or a new one) gives "
+                    "every step the same batch")
+    starts = _check_windows(c, inputs, targets, B, T, N, case, place)
     if B >= 1000:  # enough windows that every start appears
         seen, last = set(starts.tolist()), N - T - 1
         if len(seen) == 1:
@@ -438,6 +495,15 @@ def _batch_one(c, args, case):
     # another seed must give other windows, where two seeds could hardly draw the same B
     # starts by chance (fewer than one in 10^12)
     moved = B <= 1 or not torch.equal(result[0], _pair_of_tensors(c, other, case)[0])
+    if B == 1 and (N - T) ** len(_ONE_ROW_SEEDS) > 10**6:   # a batch of one: does its start move?
+        rows = {_first_row(c.call(ids, 1, T, torch.Generator().manual_seed(s), case=case,
+                                  crash_hint=crash + _WINDOW_HINT)) for s in _ONE_ROW_SEEDS}
+        moved = len(rows) > 1
+        if not moved:
+            c.fail(f"a batch of one window starts at the same place under {len(_ONE_ROW_SEEDS)} "
+                   f"seeds", case=case, got=list(rows)[0],
+                   hint="draw the start with torch.randint(..., (batch_size,), generator=generator) "
+                        "for every batch size, one too: a fixed window is not a random one")
     if not same or (not moved and (N - T) ** B > 10**12):
         c.fail("the windows do not follow the generator you are given", case=case,
                hint="draw the starts with the generator you are given, "
@@ -505,26 +571,11 @@ def _ce_cases(gen):
     return cases
 
 
-_FORBIDDEN = {"cross_entropy": "F.cross_entropy", "log_softmax": "log_softmax",
-              "special_log_softmax": "torch.special.log_softmax"}
-
-
 @learner_side
-class _Forbidden(TorchFunctionMode):
-    """Notes which of the torch functions the exercise forbids ran under it, however reached."""
-
-    def __init__(self):
-        super().__init__()
-        self.called = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = _FORBIDDEN.get(getattr(func, "__name__", ""))
-        if name and name not in self.called:
-            self.called.append(name)
-        return func(*args, **(kwargs or {}))
-
-    def report(self):
-        return list(self.called)
+class _Forbidden(TorchCalls):
+    """The torch functions the exercise forbids, noted at torch's dispatch however reached."""
+    FORBIDDEN = {"cross_entropy": "F.cross_entropy", "cross_entropy_loss": "F.cross_entropy",
+                 "log_softmax": "log_softmax", "special_log_softmax": "torch.special.log_softmax"}
 
 
 def _ce_call(c, fn, logits, targets, case, **kwargs):

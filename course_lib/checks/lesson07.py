@@ -69,6 +69,10 @@ def _step_one(c, args, _):
                hint="return the attention output for the new query, a tensor of shape (D,), "
                     "and only that: the caches are written in place")
     c.shape(out, (D,), "the output", case, hint="one query gives one output vector (D,)")
+    if out.dtype != q.dtype:
+        c.fail("the output has the wrong dtype", case=case, expected=str(q.dtype), got=str(out.dtype),
+               hint="return the output in the inputs' dtype: no .float() or .double() on the way "
+                    "(a float64 model gets float64 attention, a float32 one float32)")
     if torch.equal(k_cache[length], v_new) and torch.equal(v_cache[length], k_new):
         c.fail("the new key and value are stored in each other's cache", case=case,
                hint="k_new goes into k_cache and v_new into v_cache: the keys are what "
@@ -229,9 +233,16 @@ def _feeding_fault(fed, seq, T, out):
     `fed` is what `_fed` made of the model's calls; `out` what the learner returned: a token
     fed at the position where the learner's own result has it is consistent feeding, and
     only the choice of that token can be wrong."""
+    filled = False   # has a call with the cache been made yet?
     for idx, which, start in fed:
         if which is None:
+            if filled:
+                return ("after the prefill the model was run without the cache",
+                        "once the cache holds the prompt, feed only the newest token with it, "
+                        "model(next_token[:, None], cache): a call without the cache reruns the "
+                        "whole sequence, the cost the cache is there to save")
             continue
+        filled = True
         if which > 0:
             return ("a new cache was made during decoding",
                     "make one cache before the loop, KVCache.for_model(model, "
@@ -354,6 +365,10 @@ def _decode_one(c, args, _):
                hint="make a cache with KVCache.for_model(model, batch_size=B) "
                     "and pass it to every call, model(idx, cache): without it each step "
                     "reruns the whole prefix")
+    if model.training:
+        c.fail("your function left the model in training mode", case=case,
+               hint="decoding is evaluation: leave the model in eval mode (model.eval()), where "
+                    "dropout is off, so that greedy decoding picks the same tokens every time")
     c.ok()
     if not isinstance(out, torch.Tensor):
         c.fail("expected a tensor of token ids", case=case, got=type(out).__name__,
